@@ -1,0 +1,48 @@
+# Thin front end over CMake: `make` sets up a fresh Debian 12 machine (system
+# packages, a pinned torch wheel in .venv) and builds every tool into build/bin.
+TORCH_VERSION := 2.11.0
+VENV          := .venv
+PYTHON        := $(VENV)/bin/python
+BUILD         := build
+PREFIX        ?= /usr/local
+JOBS          ?= $(shell nproc)
+
+TORCH_STAMP := $(VENV)/.torch-$(TORCH_VERSION)
+
+.PHONY: all deps venv configure build test demo bench install clean
+
+all: build
+
+deps:
+	@bash scripts/setup-deps.sh
+
+# The wheel is large; pip keeps it in its cache (~/.cache/pip), so a second
+# set-up does not download it again.
+$(TORCH_STAMP):
+	@$(MAKE) --no-print-directory deps
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet torch==$(TORCH_VERSION) numpy safetensors
+	touch $@
+
+venv: $(TORCH_STAMP)
+
+$(BUILD)/build.ninja: $(TORCH_STAMP) CMakeLists.txt
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_PREFIX_PATH="$$($(PYTHON) -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
+
+configure: $(BUILD)/build.ninja
+
+build: $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+demo: build
+	bash scripts/demo.sh
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,16 @@
+// The operator catalogue behind `ca-crawl ops`: one `op` record per operator
+// in LibTorch's dispatcher, classified and marked usable or not for tasks.
+#pragma once
+
+#include <vector>
+
+#include "util/jsonl.h"
+
+namespace ca {
+
+/// Every registered operator, sorted by name then overload, as records
+/// {kind:"op", name, overload, schema, category, tags, deterministic, usable,
+/// why_unusable?}. The rules are in docs/OPS.md.
+std::vector<Json> crawl_ops();
+
+}  // namespace ca

@@ -1,0 +1,28 @@
+// Tensors for a program's inputs and params, made from its seed with the
+// project's own generator (ir/tensor_init.h), and dtype mapping to ATen.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "ir/program.h"
+
+namespace ca {
+
+at::ScalarType to_scalar_type(DType dtype);
+/// The IR dtype of an ATen scalar type, or nullopt for types tasks do not use (complex, fp8, ...).
+std::optional<DType> from_scalar_type(at::ScalarType type);
+
+/// Makes one tensor on `device`: values drawn on the CPU in float32 (or int64)
+/// and then rounded to the spec's dtype, so every device sees the same values.
+at::Tensor make_tensor(const TensorSpec& spec, uint64_t seed, uint64_t stream, const at::Device& device);
+
+/// Makes the program's inputs, then its params; tensor i uses stream i.
+std::vector<at::Tensor> make_tensors(const Program& program, uint64_t seed, const at::Device& device);
+
+/// Uninitialized tensors of the right shapes and dtypes on the meta device.
+std::vector<at::Tensor> make_meta_tensors(const Program& program);
+
+}  // namespace ca

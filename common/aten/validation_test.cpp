@@ -1,0 +1,137 @@
+// Every kind of bad program gets an error that names the field and the problem.
+#include <gtest/gtest.h>
+
+#include "aten/interpreter.h"
+#include "aten/tensors.h"
+
+namespace ca {
+namespace {
+
+struct BadCase {
+  const char* name;
+  const char* program;
+  const char* expected;  // substring of the error
+};
+
+#define X R"({"name":"x","dtype":"float32","shape":[4,8]})"
+
+const BadCase k_bad[] = {
+    {"unknown_op", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::lineer","args":["%x"],"out":["y"]}],"outputs":["y"]})",
+     "program.nodes[0].op: unknown operator 'aten::lineer', did you mean 'aten::linear'?"},
+    {"unknown_overload", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::add.Tensr","args":["%x","%x"],"out":["y"]}],"outputs":["y"]})",
+     "program.nodes[0].op: aten::add has no overload 'Tensr', did you mean 'Tensor'?"},
+    {"no_namespace", R"({"inputs":[)" X R"(],"nodes":[{"op":"relu","args":["%x"],"out":["y"]}],"outputs":["y"]})",
+     "program.nodes[0].op: 'relu' needs a namespace, as in 'aten::relu'"},
+    {"too_many_positional", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":["%x",1],"out":["y"]}],"outputs":["y"]})",
+     "program.nodes[0].args: aten::relu takes 1 positional argument(s), got 2"},
+    {"missing_argument", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::linear","args":["%x"],"out":["y"]}],"outputs":["y"]})",
+     "program.nodes[0]: missing argument 'weight' (Tensor)"},
+    {"unknown_kwarg", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::add.Tensor","args":["%x","%x"],"kwargs":{"alpah":2},"out":["y"]}],"outputs":["y"]})",
+     "program.nodes[0].kwargs.alpah: aten::add.Tensor has no argument 'alpah', did you mean 'alpha'?"},
+    {"kwarg_given_twice", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::leaky_relu","args":["%x",0.1],"kwargs":{"negative_slope":0.2},"out":["y"]}],"outputs":["y"]})",
+     "program.nodes[0].kwargs.negative_slope: argument given both by position and by name"},
+    {"literal_type_mismatch", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::leaky_relu","args":["%x","steep"],"out":["y"]}],"outputs":["y"]})",
+     "program.nodes[0].args[1]: argument 'negative_slope' (Scalar): expected a number, got string 'steep'"},
+    {"int_expected_float_given", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::softmax.int","args":["%x",1.5],"out":["y"]}],"outputs":["y"]})",
+     "program.nodes[0].args[1]: argument 'dim' (int): expected an integer, got number"},
+    {"tensor_expected_literal_given", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":[3],"out":["y"]}],"outputs":["y"]})",
+     "program.nodes[0].args[0]: argument 'self' (Tensor): expected a tensor reference such as \"%x\", got number"},
+    {"ref_of_wrong_type", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::split.Tensor","args":["%x",2],"out":["parts"]},
+        {"op":"aten::relu","args":["%parts"],"out":["y"]}],"outputs":["y"]})",
+     "program.nodes[1].args[0]: argument 'self' (Tensor): '%parts' is a Tensor[]"},
+    {"bad_dtype_literal", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::to.dtype","args":["%x","float33"],"out":["y"]}],"outputs":["y"]})",
+     "program.nodes[0].args[1]: argument 'dtype' (ScalarType): expected a dtype name such as \"float32\", got string 'float33'"},
+    {"dangling_reference", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":["%z"],"out":["y"]}],"outputs":["y"]})",
+     "program.nodes[0].args[0]: dangling reference '%z': no input, param or earlier output has that name"},
+    {"use_before_definition", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":["%b"],"out":["a"]},{"op":"aten::relu","args":["%x"],"out":["b"]}],"outputs":["a"]})",
+     "program.nodes[0].args[0]: dangling reference '%b'"},
+    {"dangling_output", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":["%x"],"out":["y"]}],"outputs":["w"]})",
+     "program.outputs[0]: dangling reference '%w'"},
+    {"wrong_output_count", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::max.dim","args":["%x",1],"out":["v"]}],"outputs":["v"]})",
+     "program.nodes[0].out: aten::max.dim returns 2 value(s), 'out' names 1"},
+    {"mutating_op", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu_","args":["%x"],"out":["y"]}],"outputs":["y"]})",
+     "program.nodes[0].op: aten::relu_ writes to 'self'; task programs use functional operators only"},
+    {"duplicate_name", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":["%x"],"out":["x"]}],"outputs":["x"]})",
+     "program.nodes[0].out[0]: 'x' is already defined"},
+    {"bad_shape", R"({"inputs":[)" X R"(],"params":[{"name":"w","dtype":"float32","shape":[16,7]}],
+        "nodes":[{"op":"aten::linear","args":["%x","%w"],"out":["y"]}],"outputs":["y"]})",
+     "shape check on the meta device failed: program.nodes[0] (aten::linear): mat1 and mat2 shapes cannot be multiplied (4x8 and 7x16)"},
+    {"bad_shape_without_meta_kernel", R"({"inputs":[)" X R"(],"params":[{"name":"w","dtype":"float32","shape":[2,3,3]}],
+        "nodes":[{"op":"aten::conv2d","args":["%x","%w"],"out":["y"]}],"outputs":["y"]})",
+     "program.nodes[0] (aten::conv2d): "},
+    {"unknown_dtype", R"({"inputs":[{"name":"x","dtype":"flaot32","shape":[2]}],"nodes":[],"outputs":["x"]})",
+     "program.inputs[0].dtype: unknown dtype 'flaot32', did you mean 'float32'?"},
+    {"negative_size", R"({"inputs":[{"name":"x","dtype":"float32","shape":[2,-1]}],"nodes":[],"outputs":["x"]})",
+     "program.inputs[0].shape[1]: negative size -1"},
+    {"float_init_on_int", R"({"inputs":[{"name":"x","dtype":"int64","shape":[2],"init":"randn"}],"nodes":[],"outputs":["x"]})",
+     "program.inputs[0].init: a int64 tensor takes 'randint', 'ones', 'zeros' or 'constant'"},
+    {"unknown_init", R"({"inputs":[{"name":"x","dtype":"float32","shape":[2],"init":"gaussian"}],"nodes":[],"outputs":["x"]})",
+     "program.inputs[0].init: unknown distribution 'gaussian'"},
+    {"missing_nodes", R"({"inputs":[)" X R"(],"outputs":["x"]})", "program.nodes: missing field"},
+    {"unknown_top_field", R"({"inputs":[)" X R"(],"node":[],"nodes":[],"outputs":["x"]})", "program.node: unknown field, did you mean 'nodes'?"},
+    {"non_tensor_output", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::split.Tensor","args":["%x",2],"out":["parts"]}],"outputs":["parts"]})",
+     "program.outputs[0]: 'parts' is a Tensor[]; program outputs must be tensors"},
+};
+
+}  // namespace
+
+TEST(ValidationTest, EveryBadProgramNamesFieldAndProblem) {
+  for (const auto& bad : k_bad) {
+    auto checked = check_program(Json::parse(bad.program));
+    ASSERT_FALSE(checked) << bad.name << " was accepted";
+    EXPECT_NE(checked.error().find(bad.expected), std::string::npos) << bad.name << ": got: " << checked.error();
+  }
+}
+
+TEST(ValidationTest, GoodProgramPasses) {
+  auto checked = check_program(Json::parse(R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":["%x"],"out":["y"]}],"outputs":["y"]})"));
+  EXPECT_TRUE(checked) << checked.error();
+}
+
+TEST(ValidationTest, IndexPastListEndFailsAtRun) {
+  auto program = parse_program(Json::parse(R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::split.Tensor","args":["%x",2],"out":["p"]},
+      {"op":"aten::relu","args":["%p[5]"],"out":["y"]}],"outputs":["y"]})"));
+  ASSERT_TRUE(program) << program.error();
+  auto interpreter = Interpreter::create(*program);
+  ASSERT_TRUE(interpreter) << interpreter.error();
+  auto outputs = interpreter->run(make_tensors(*program, 1, at::kCPU));
+  ASSERT_FALSE(outputs);
+  EXPECT_NE(outputs.error().find("program.nodes[1] (aten::relu): element 5 of a list of 2"), std::string::npos) << outputs.error();
+}
+
+TEST(TensorsTest, SameSeedGivesBitIdenticalTensorsAndOtherSeedsDiffer) {
+  auto program = parse_program(Json::parse(R"({"inputs":[{"name":"a","dtype":"float32","shape":[64,33]},
+      {"name":"b","dtype":"bfloat16","shape":[100],"init":{"uniform":[-2,2]}},{"name":"c","dtype":"int64","shape":[50]}],
+      "params":[{"name":"w","dtype":"float32","shape":[16,33]}],"nodes":[],"outputs":["a"]})"));
+  ASSERT_TRUE(program) << program.error();
+  auto first = make_tensors(*program, 7, at::kCPU);
+  auto again = make_tensors(*program, 7, at::kCPU);
+  auto other = make_tensors(*program, 8, at::kCPU);
+  for (size_t i = 0; i < first.size(); ++i) {
+    EXPECT_TRUE(at::equal(first[i], again[i])) << "tensor " << i;
+    EXPECT_FALSE(at::equal(first[i], other[i])) << "tensor " << i;
+  }
+  EXPECT_EQ(first[1].scalar_type(), at::kBFloat16);
+  EXPECT_FALSE(at::equal(first[0].narrow(0, 0, 16), first[3])) << "streams must differ between tensors";
+}
+
+TEST(TensorsTest, DistributionsHaveTheirDocumentedMoments) {
+  auto program = parse_program(Json::parse(R"({"inputs":[{"name":"n","dtype":"float32","shape":[200000]},
+      {"name":"u","dtype":"float32","shape":[200000],"init":"rand"},
+      {"name":"k","dtype":"int64","shape":[200000],"init":{"randint":[3,7]}}],
+      "params":[{"name":"w","dtype":"float32","shape":[64,400]}],"nodes":[],"outputs":["n"]})"));
+  ASSERT_TRUE(program) << program.error();
+  auto t = make_tensors(*program, 3, at::kCPU);
+  EXPECT_NEAR(t[0].mean().item<double>(), 0.0, 0.01);
+  EXPECT_NEAR(t[0].std().item<double>(), 1.0, 0.01);
+  EXPECT_GE(t[1].min().item<double>(), 0.0);
+  EXPECT_LT(t[1].max().item<double>(), 1.0);
+  EXPECT_NEAR(t[1].mean().item<double>(), 0.5, 0.01);
+  EXPECT_EQ(t[2].min().item<int64_t>(), 3);
+  EXPECT_EQ(t[2].max().item<int64_t>(), 6);
+  double bound = 1.0 / std::sqrt(400.0);  // kaiming_uniform: 1/sqrt(fan_in)
+  EXPECT_LE(t[3].abs().max().item<double>(), bound);
+  EXPECT_GT(t[3].abs().max().item<double>(), 0.99 * bound);
+}
+
+}  // namespace ca

@@ -1,0 +1,72 @@
+// The task IR (DESIGN §4): a dataflow program over ATen operators. This file
+// parses and checks its structure; checking ops against their schemas needs
+// LibTorch and lives in aten/schema_check.h.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "util/jsonl.h"
+
+namespace ca {
+
+/// How a tensor's values are drawn (documented in docs/IR.md).
+enum class Dist { rand, randn, uniform, normal, kaiming_uniform, ones, zeros, randint, constant };
+
+struct Init {
+  Dist dist = Dist::randn;
+  double a = 0;  // uniform/randint: low; normal: mean; constant: value
+  double b = 1;  // uniform/randint: high; normal: std
+};
+
+struct TensorSpec {
+  std::string name;
+  DType dtype = DType::float32;
+  std::vector<int64_t> shape;
+  Init init;
+  int64_t numel() const;
+};
+
+struct Node {
+  std::string op;        // "aten::add"
+  std::string overload;  // "Tensor"; "" is the default overload
+  Json args = Json::array();
+  Json kwargs = Json::object();
+  std::vector<std::string> outputs;
+  /// "aten::add.Tensor", or "aten::linear" for the default overload.
+  std::string qualified_name() const;
+};
+
+struct Program {
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> params;
+  std::vector<Node> nodes;
+  std::vector<std::string> outputs;
+};
+
+/// A reference to a value in an argument: "%x", or "%xs[1]" for one element
+/// of a list-valued result. A literal string that starts with '%' is written "%%...".
+struct Ref {
+  std::string name;
+  std::optional<int64_t> index;
+};
+
+/// Returns the reference that `arg` spells, or nullopt when it is a literal.
+std::optional<Ref> parse_ref(const Json& arg);
+
+/// Parses and structurally checks a program: names, dtypes, shapes, inits,
+/// and that every reference names an input, a param or an earlier output.
+/// `path` prefixes error messages ("program.nodes[2].args[0]: ...").
+std::expected<Program, std::string> parse_program(const Json& json, std::string_view path = "program");
+
+Json to_json(const Program& program);
+Json to_json(const Init& init);
+
+/// Splits "aten::add.Tensor" into ("aten::add", "Tensor"); ".default" means "".
+std::pair<std::string, std::string> split_op_name(std::string_view qualified);
+
+}  // namespace ca

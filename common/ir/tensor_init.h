@@ -1,0 +1,25 @@
+// Seeded values for inputs and params, drawn with Philox from
+// (seed, stream = the tensor's position in the program, element index).
+// The same seed gives bit-identical tensors on every machine.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "ir/philox.h"
+#include "ir/program.h"
+
+namespace ca {
+
+/// Fills `out` (spec.numel() values) for a floating-point spec, in float32;
+/// callers round to narrower types. Distributions are documented in docs/IR.md.
+void fill_floats(const TensorSpec& spec, uint64_t seed, uint64_t stream, std::span<float> out);
+
+/// Fills `out` for an integer or bool spec.
+void fill_ints(const TensorSpec& spec, uint64_t seed, uint64_t stream, std::span<int64_t> out);
+
+/// The bound of kaiming_uniform: 1/sqrt(fan_in), fan_in = shape[1] * prod(shape[2:])
+/// (shape[0] for 1-D), which is PyTorch's default Linear/Conv weight init.
+float kaiming_bound(const TensorSpec& spec);
+
+}  // namespace ca

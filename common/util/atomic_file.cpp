@@ -1,0 +1,67 @@
+#include "util/atomic_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace ca {
+
+std::expected<AtomicFile, std::string> AtomicFile::create(const std::string& path) {
+  std::string temp = path + ".tmp-XXXXXX";
+  int fd = mkstemp(temp.data());
+  if (fd < 0) return std::unexpected(path + ": cannot create: " + std::strerror(errno));
+  FILE* stream = fdopen(fd, "w");
+  if (stream == nullptr) {
+    close(fd);
+    unlink(temp.c_str());
+    return std::unexpected(path + ": cannot open: " + std::strerror(errno));
+  }
+  return AtomicFile(path, temp, stream);
+}
+
+AtomicFile::AtomicFile(std::string path, std::string temp_path, FILE* stream)
+    : m_path(std::move(path)), m_temp_path(std::move(temp_path)), m_stream(stream) {}
+
+AtomicFile::AtomicFile(AtomicFile&& other) noexcept
+    : m_path(std::move(other.m_path)), m_temp_path(std::move(other.m_temp_path)), m_stream(other.m_stream) {
+  other.m_stream = nullptr;
+  other.m_temp_path.clear();
+}
+
+AtomicFile::~AtomicFile() {
+  if (m_stream != nullptr) std::fclose(m_stream);
+  if (!m_temp_path.empty()) unlink(m_temp_path.c_str());
+}
+
+std::expected<void, std::string> AtomicFile::commit() {
+  bool failed = std::fflush(m_stream) != 0 || std::ferror(m_stream) != 0 || fsync(fileno(m_stream)) != 0;
+  int saved_errno = errno;
+  failed = std::fclose(m_stream) != 0 || failed;
+  m_stream = nullptr;
+  if (failed) return std::unexpected(m_path + ": writing output failed: " + std::strerror(saved_errno));
+  if (std::rename(m_temp_path.c_str(), m_path.c_str()) != 0) {
+    return std::unexpected(m_path + ": cannot rename into place: " + std::strerror(errno));
+  }
+  m_temp_path.clear();
+  return {};
+}
+
+std::expected<void, std::string> write_file_atomic(const std::string& path, std::string_view contents) {
+  auto file = AtomicFile::create(path);
+  if (!file) return std::unexpected(file.error());
+  std::fwrite(contents.data(), 1, contents.size(), file->stream());
+  return file->commit();
+}
+
+std::expected<std::string, std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::unexpected(path + ": cannot open: " + std::strerror(errno));
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) return std::unexpected(path + ": read failed");
+  return buffer.str();
+}
+
+}  // namespace ca

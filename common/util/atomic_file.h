@@ -1,0 +1,37 @@
+// Output files that appear complete or not at all: written under a temporary
+// name beside the target and renamed on commit (STYLE 11).
+#pragma once
+
+#include <cstdio>
+#include <expected>
+#include <string>
+
+namespace ca {
+
+class AtomicFile {
+ public:
+  /// Creates a temporary file next to `path`. Returns an error message on failure.
+  static std::expected<AtomicFile, std::string> create(const std::string& path);
+  AtomicFile(AtomicFile&& other) noexcept;
+  AtomicFile& operator=(AtomicFile&&) = delete;
+  /// Removes the temporary file unless commit() succeeded.
+  ~AtomicFile();
+
+  FILE* stream() { return m_stream; }
+  /// Flushes, closes and renames onto the target. Returns an error message on failure.
+  std::expected<void, std::string> commit();
+
+ private:
+  AtomicFile(std::string path, std::string temp_path, FILE* stream);
+  std::string m_path;
+  std::string m_temp_path;
+  FILE* m_stream = nullptr;
+};
+
+/// Writes `contents` to `path` atomically. Returns an error message on failure.
+std::expected<void, std::string> write_file_atomic(const std::string& path, std::string_view contents);
+
+/// Reads a whole file. Returns an error message naming the file on failure.
+std::expected<std::string, std::string> read_file(const std::string& path);
+
+}  // namespace ca

@@ -1,0 +1,88 @@
+#include "util/cli.h"
+
+#include <iostream>
+#include <thread>
+
+#include "util/log.h"
+#include "util/signals.h"
+#include "util/spell.h"
+
+namespace ca {
+
+ToolCli::ToolCli(std::string name, std::string description)
+    : m_name(std::move(name)), m_app(std::move(description), m_name) {
+  set_tool_name(m_name);
+  m_common.jobs = std::max(1u, std::thread::hardware_concurrency());
+  m_app.set_version_flag("--version", m_name + " (cuda-agent) " CA_VERSION);
+  m_app.add_option("-j,--jobs", m_common.jobs, "Parallel jobs")->capture_default_str()->check(CLI::PositiveNumber);
+  m_app.add_option("--seed", m_common.seed, "Seed for everything random")->capture_default_str();
+  m_app.add_flag("-q,--quiet", m_common.quiet, "Print errors only");
+  m_app.add_flag("-v,--verbose", m_common.verbose, "Print progress details");
+  m_app.get_formatter()->column_width(28);
+}
+
+namespace {
+
+std::string lowercase_first(std::string text) {
+  if (!text.empty() && text[0] >= 'A' && text[0] <= 'Z') text[0] = char(text[0] - 'A' + 'a');
+  while (!text.empty() && (text.back() == '.' || text.back() == '\n')) text.pop_back();
+  return text;
+}
+
+// Every name a user could have meant: long options and subcommands, at any depth.
+void collect_names(const CLI::App& app, std::vector<std::string>& names) {
+  for (const CLI::Option* option : app.get_options()) {
+    for (const auto& name : option->get_lnames()) names.push_back("--" + name);
+  }
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    names.push_back(sub->get_name());
+    collect_names(*sub, names);
+  }
+}
+
+std::string suggestion_for(const CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> names;
+  collect_names(app, names);
+  for (int i = 1; i < argc; ++i) {
+    std::string word = argv[i];
+    auto eq = word.find('=');
+    if (word.starts_with("--") && eq != std::string::npos) word.resize(eq);
+    if (std::find(names.begin(), names.end(), word) != names.end()) continue;
+    std::string hint = did_you_mean(word, names);
+    if (!hint.empty()) return hint;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::optional<ExitCode> ToolCli::parse(int argc, char** argv) {
+  install_interrupt_handlers();
+  try {
+    m_app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << m_app.help();
+    return ExitCode::ok;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << m_app.help("", CLI::AppFormatMode::All);
+    return ExitCode::ok;
+  } catch (const CLI::CallForVersion& e) {
+    std::cout << e.what() << "\n";
+    return ExitCode::ok;
+  } catch (const CLI::ParseError& e) {
+    std::string message = lowercase_first(e.what());
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) message += suggestion_for(m_app, argc, argv);
+    return usage_error(message);
+  }
+  if (m_common.quiet) set_log_level(LogLevel::quiet);
+  if (m_common.verbose) set_log_level(LogLevel::verbose);
+  return std::nullopt;
+}
+
+ExitCode usage_error(std::string_view message) {
+  error(message);
+  note("try '" + std::string(tool_name()) + " --help'");
+  return ExitCode::usage;
+}
+
+}  // namespace ca

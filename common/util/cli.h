@@ -1,0 +1,44 @@
+// The command-line conventions every tool shares: --help and --version on
+// stdout with exit 0, usage errors as one line plus a hint with exit 64,
+// and the common flags -j/--jobs, --seed, -q/--quiet, -v/--verbose.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "util/exit_codes.h"
+
+namespace ca {
+
+struct CommonOptions {
+  unsigned jobs = 1;
+  uint64_t seed = 0;
+  bool quiet = false;
+  bool verbose = false;
+};
+
+class ToolCli {
+ public:
+  /// `name` is the executable ("ca-crawl"); it also becomes the log prefix.
+  ToolCli(std::string name, std::string description);
+
+  CLI::App& app() { return m_app; }
+  const CommonOptions& common() const { return m_common; }
+
+  /// Parses argv. Returns the code to exit with when parsing ends the run
+  /// (--help, --version, a usage error), or nullopt to go on.
+  std::optional<ExitCode> parse(int argc, char** argv);
+
+ private:
+  std::string m_name;
+  CLI::App m_app;
+  CommonOptions m_common;
+};
+
+/// Reports a usage error the way parse() does (one line and a hint); returns ExitCode::usage.
+ExitCode usage_error(std::string_view message);
+
+}  // namespace ca

@@ -1,0 +1,72 @@
+// Streaming JSONL: one JSON object a line in, one a line out. Objects keep
+// their key order, so fields a tool does not know pass through untouched.
+#pragma once
+
+#include <cstdio>
+#include <expected>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "util/atomic_file.h"
+
+namespace ca {
+
+using Json = nlohmann::ordered_json;
+
+/// One input record and where it came from.
+struct Record {
+  Json value;
+  std::string file;  // "<stdin>" for standard input
+  size_t line = 0;
+  /// "file:line", the prefix of every diagnostic about this record.
+  std::string where() const { return file + ":" + std::to_string(line); }
+};
+
+class JsonlReader {
+ public:
+  enum class Status { record, bad_record, end, io_error };
+
+  /// Opens `path`, or standard input for "-". Returns an error message when
+  /// the file cannot be opened.
+  static std::expected<JsonlReader, std::string> open(const std::string& path);
+  JsonlReader(JsonlReader&&) noexcept;
+  ~JsonlReader();
+
+  /// Reads the next non-blank line into `record`. On bad_record, `message`
+  /// says what is wrong and reading can go on with the next line.
+  Status next(Record& record, std::string& message);
+  const std::string& name() const { return m_name; }
+
+ private:
+  JsonlReader(std::string name, FILE* stream, bool owned);
+  std::string m_name;
+  FILE* m_stream = nullptr;
+  bool m_owned = false;
+  size_t m_line = 0;
+  std::string m_buffer;
+};
+
+class JsonlWriter {
+ public:
+  enum class Status { ok, broken_pipe, io_error };
+
+  /// Writes to standard output for "-" (flushed per record), else to a
+  /// temporary file that commit() renames onto `path`.
+  static std::expected<JsonlWriter, std::string> open(const std::string& path);
+
+  /// Writes one record as one line.
+  Status write(const Json& record);
+  /// Flushes and, for files, renames into place. Returns an error message on failure.
+  std::expected<void, std::string> commit();
+
+ private:
+  explicit JsonlWriter(std::optional<AtomicFile> file);
+  std::optional<AtomicFile> m_file;
+  FILE* m_stream = nullptr;
+};
+
+
+}  // namespace ca
