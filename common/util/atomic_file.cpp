@@ -4,11 +4,18 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace ca {
 
 std::expected<AtomicFile, std::string> AtomicFile::create(const std::string& path) {
+  struct stat info;
+  if (stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    FILE* stream = std::fopen(path.c_str(), "w");
+    if (stream == nullptr) return std::unexpected(path + ": cannot open: " + std::strerror(errno));
+    return AtomicFile(path, "", stream);
+  }
   std::string temp = path + ".tmp-XXXXXX";
   int fd = mkstemp(temp.data());
   if (fd < 0) return std::unexpected(path + ": cannot create: " + std::strerror(errno));
@@ -36,11 +43,13 @@ AtomicFile::~AtomicFile() {
 }
 
 std::expected<void, std::string> AtomicFile::commit() {
-  bool failed = std::fflush(m_stream) != 0 || std::ferror(m_stream) != 0 || fsync(fileno(m_stream)) != 0;
+  bool failed = std::fflush(m_stream) != 0 || std::ferror(m_stream) != 0;
+  failed = failed || (!m_temp_path.empty() && fsync(fileno(m_stream)) != 0);
   int saved_errno = errno;
   failed = std::fclose(m_stream) != 0 || failed;
   m_stream = nullptr;
   if (failed) return std::unexpected(m_path + ": writing output failed: " + std::strerror(saved_errno));
+  if (m_temp_path.empty()) return {};
   if (std::rename(m_temp_path.c_str(), m_path.c_str()) != 0) {
     return std::unexpected(m_path + ": cannot rename into place: " + std::strerror(errno));
   }

@@ -10,7 +10,9 @@ namespace ca {
 
 class AtomicFile {
  public:
-  /// Creates a temporary file next to `path`. Returns an error message on failure.
+  /// Creates a temporary file next to `path`; when `path` exists and is not a
+  /// regular file (/dev/null, a FIFO), writes to it directly, since renaming
+  /// over a device would replace it. Returns an error message on failure.
   static std::expected<AtomicFile, std::string> create(const std::string& path);
   AtomicFile(AtomicFile&& other) noexcept;
   AtomicFile& operator=(AtomicFile&&) = delete;

@@ -19,6 +19,8 @@ ToolCli::ToolCli(std::string name, std::string description)
   m_app.add_flag("-q,--quiet", m_common.quiet, "Print errors only");
   m_app.add_flag("-v,--verbose", m_common.verbose, "Print progress details");
   m_app.get_formatter()->column_width(28);
+  // Common and tool-wide flags may follow a subcommand: `ca-crawl ops -o f`.
+  m_app.fallthrough();
 }
 
 namespace {
@@ -71,7 +73,10 @@ std::optional<ExitCode> ToolCli::parse(int argc, char** argv) {
     return ExitCode::ok;
   } catch (const CLI::ParseError& e) {
     std::string message = lowercase_first(e.what());
-    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) message += suggestion_for(m_app, argc, argv);
+    // Unknown words end up as extras, or leave a required subcommand missing.
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr || dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
+      message += suggestion_for(m_app, argc, argv);
+    }
     return usage_error(message);
   }
   if (m_common.quiet) set_log_level(LogLevel::quiet);

@@ -22,7 +22,8 @@ ExitCode write_records(const std::string& path, Produce produce) {
     return ExitCode::io_error;
   }
   ExitCode code = produce(*writer);
-  if (code == ExitCode::io_error || code == ExitCode::interrupted) return code;
+  // Records that failed were reported and skipped; anything worse leaves no file.
+  if (code != ExitCode::ok && code != ExitCode::some_failed) return code;
   if (auto committed = writer->commit(); !committed) {
     error(committed.error());
     return ExitCode::io_error;
