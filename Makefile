@@ -9,7 +9,7 @@ JOBS          ?= $(shell nproc)
 
 TORCH_STAMP := $(VENV)/.torch-$(TORCH_VERSION)
 
-.PHONY: all deps venv configure build test demo bench install clean
+.PHONY: all deps venv configure build test demo install clean
 
 all: build
 

@@ -107,11 +107,14 @@ JsonlWriter::Status JsonlWriter::write(const Json& record) {
   bool ok = std::fwrite(line.data(), 1, line.size(), m_stream) == line.size();
   if (ok && !m_file) ok = std::fflush(m_stream) == 0;
   if (ok) return Status::ok;
-  return errno == EPIPE ? Status::broken_pipe : Status::io_error;
+  if (errno != EPIPE) return Status::io_error;
+  m_reader_gone = true;
+  return Status::broken_pipe;
 }
 
 std::expected<void, std::string> JsonlWriter::commit() {
   if (m_file) return m_file->commit();
+  if (m_reader_gone) return {};
   if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) {
     return std::unexpected(std::string("<stdout>: writing output failed: ") + std::strerror(errno));
   }

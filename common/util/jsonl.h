@@ -59,13 +59,15 @@ class JsonlWriter {
 
   /// Writes one record as one line.
   Status write(const Json& record);
-  /// Flushes and, for files, renames into place. Returns an error message on failure.
+  /// Flushes and, for files, renames into place. Returns an error message on
+  /// failure; a closed pipe on stdout is not one.
   std::expected<void, std::string> commit();
 
  private:
   explicit JsonlWriter(std::optional<AtomicFile> file);
   std::optional<AtomicFile> m_file;
   FILE* m_stream = nullptr;
+  bool m_reader_gone = false;  // stdout's reader closed the pipe
 };
 
 

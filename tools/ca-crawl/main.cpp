@@ -1,5 +1,6 @@
 // ca-crawl: bring operators, modules and hand-written tasks in as JSONL records.
 #include <map>
+#include <optional>
 
 #include "aten/op_catalog.h"
 #include "aten/task_check.h"
@@ -31,10 +32,12 @@ ExitCode write_records(const std::string& path, Produce produce) {
   return code;
 }
 
-ExitCode emit(JsonlWriter& writer, const Json& record) {
+// Writes one record; returns the code to stop with, or nullopt to go on. A
+// reader that stopped reading (`| head`) ends the run quietly and successfully.
+std::optional<ExitCode> emit(JsonlWriter& writer, const Json& record) {
   switch (writer.write(record)) {
-    case JsonlWriter::Status::ok: return ExitCode::ok;
-    case JsonlWriter::Status::broken_pipe: return ExitCode::interrupted;
+    case JsonlWriter::Status::ok: return std::nullopt;
+    case JsonlWriter::Status::broken_pipe: return ExitCode::ok;
     case JsonlWriter::Status::io_error: error("writing output failed"); return ExitCode::io_error;
   }
   return ExitCode::io_error;
@@ -93,7 +96,7 @@ int main(int argc, char** argv) {
     }
     return to_int(write_records(output, [&](JsonlWriter& writer) {
       for (const auto& record : records) {
-        if (auto code = emit(writer, record); code != ExitCode::ok) return code;
+        if (auto stop = emit(writer, record)) return *stop;
       }
       return ExitCode::ok;
     }));
@@ -108,7 +111,7 @@ int main(int argc, char** argv) {
           return ExitCode::no_input;
         }
         for (const auto& module : *found) {
-          if (auto code = emit(writer, module_record(module, origin.empty() ? root : origin)); code != ExitCode::ok) return code;
+          if (auto stop = emit(writer, module_record(module, origin.empty() ? root : origin))) return *stop;
         }
       }
       return ExitCode::ok;
@@ -142,7 +145,7 @@ int main(int argc, char** argv) {
           result = ExitCode::some_failed;
           continue;
         }
-        if (auto code = emit(writer, *checked); code != ExitCode::ok) return code;
+        if (auto stop = emit(writer, *checked)) return *stop;
       }
     }
     return result;
