@@ -155,8 +155,9 @@ std::expected<ArgRecipe, std::string> bind_literal(const c10::Argument& argument
       return constant(c10::IValue(text));
     }
     case c10::TypeKind::ScalarTypeType: {
+      // Canonical names only, so model.py renders them as torch.<name>.
       auto dtype = given.is_string() ? parse_dtype(given.get<std::string>()) : std::nullopt;
-      if (!dtype) return mismatch(path, argument, "a dtype name such as \"float32\"", given);
+      if (!dtype || dtype_name(*dtype) != given.get<std::string>()) return mismatch(path, argument, "a dtype name such as \"float32\"", given);
       return constant(c10::IValue(to_scalar_type(*dtype)));
     }
     case c10::TypeKind::MemoryFormatType: {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <map>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
@@ -215,6 +217,28 @@ std::vector<Json> crawl_ops() {
     records.push_back(std::move(record));
   }
   return records;
+}
+
+std::string summarize_ops(const std::vector<Json>& ops) {
+  std::map<std::string, std::pair<int, int>> counts;  // category -> (all, usable)
+  for (const auto& op : ops) {
+    auto& [all, usable] = counts[op.value("category", "")];
+    ++all;
+    usable += op.value("usable", false) ? 1 : 0;
+  }
+  auto row = [](const std::string& label, int all, int usable) {
+    char line[64];
+    std::snprintf(line, sizeof line, "%-15s %6d %6d\n", label.c_str(), all, usable);
+    return std::string(line);
+  };
+  std::string table = "category           ops usable\n";
+  int total = 0, total_usable = 0;
+  for (const auto& [category, count] : counts) {
+    table += row(category, count.first, count.second);
+    total += count.first;
+    total_usable += count.second;
+  }
+  return table + row("total", total, total_usable);
 }
 
 }  // namespace ca

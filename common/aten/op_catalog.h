@@ -2,6 +2,7 @@
 // in LibTorch's dispatcher, classified and marked usable or not for tasks.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "util/jsonl.h"
@@ -12,5 +13,8 @@ namespace ca {
 /// {kind:"op", name, overload, schema, category, tags, deterministic, usable,
 /// why_unusable?}. The rules are in docs/OPS.md.
 std::vector<Json> crawl_ops();
+
+/// A table of op records per category: category, ops, usable; then a total row.
+std::string summarize_ops(const std::vector<Json>& ops);
 
 }  // namespace ca

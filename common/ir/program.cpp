@@ -35,6 +35,17 @@ std::vector<std::string> dist_names() {
   return names;
 }
 
+// A misspelled key must not be dropped silently ("kwarg" for "kwargs").
+std::expected<void, std::string> check_fields(const Json& json, const std::vector<std::string>& known, std::string_view path) {
+  if (!json.is_object()) return Error(std::string(path) + ": expected an object, got " + json_type(json));
+  for (auto it = json.begin(); it != json.end(); ++it) {
+    if (std::find(known.begin(), known.end(), it.key()) == known.end()) {
+      return Error(field_path(path, it.key()) + ": unknown field" + did_you_mean(it.key(), known) + " (fields: " + quoted_list(known) + ")");
+    }
+  }
+  return {};
+}
+
 bool is_identifier(const std::string& name) {
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
   for (char c : name) {
@@ -78,6 +89,7 @@ std::expected<Init, std::string> parse_init(const Json& json, std::string_view p
 }
 
 std::expected<TensorSpec, std::string> parse_tensor(const Json& json, std::string_view path, bool is_param) {
+  if (auto ok = check_fields(json, {"name", "dtype", "shape", "init"}, path); !ok) return Error(ok.error());
   TensorSpec spec;
   auto name = string_field(json, "name", path);
   if (!name) return Error(name.error());
@@ -142,6 +154,7 @@ std::expected<void, std::string> check_refs(const Json& arg, std::string_view pa
 }
 
 std::expected<Node, std::string> parse_node(const Json& json, std::string_view path, std::set<std::string>& defined) {
+  if (auto ok = check_fields(json, {"op", "args", "kwargs", "out"}, path); !ok) return Error(ok.error());
   Node node;
   auto op = string_field(json, "op", path);
   if (!op) return Error(op.error());
@@ -227,13 +240,7 @@ std::optional<Ref> parse_ref(const Json& arg) {
 }
 
 std::expected<Program, std::string> parse_program(const Json& json, std::string_view path) {
-  if (!json.is_object()) return Error(std::string(path) + ": expected an object, got " + json_type(json));
-  for (auto it = json.begin(); it != json.end(); ++it) {
-    static const std::vector<std::string> known = {"inputs", "params", "nodes", "outputs"};
-    if (std::find(known.begin(), known.end(), it.key()) == known.end()) {
-      return Error(field_path(path, it.key()) + ": unknown field" + did_you_mean(it.key(), known));
-    }
-  }
+  if (auto ok = check_fields(json, {"inputs", "params", "nodes", "outputs"}, path); !ok) return Error(ok.error());
   Program program;
   std::set<std::string> defined;
   auto inputs = parse_tensors(json, "inputs", path, defined);
@@ -263,6 +270,10 @@ std::expected<Program, std::string> parse_program(const Json& json, std::string_
     auto bare = name->starts_with("%") ? name->substr(1) : *name;
     auto ok = check_refs(Json("%" + bare), index_path(outputs_path, i), defined);
     if (!ok) return Error(ok.error());
+    if (parse_ref(Json("%" + bare))->index) {
+      return Error(index_path(outputs_path, i) + ": outputs name whole values, not list elements; pass '" + bare +
+                   "' through a node (e.g. aten::clone) to output it");
+    }
     program.outputs.push_back(bare);
   }
   return program;

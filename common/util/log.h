@@ -1,5 +1,5 @@
 // Diagnostics for every tool in one shape: `ca-x: error: <where>: <what>`.
-// This is the only place in the project that writes to stderr directly.
+// This and progress.h are the only places that write to stderr directly.
 #pragma once
 
 #include <string_view>

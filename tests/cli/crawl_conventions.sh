@@ -1,5 +1,5 @@
 # ca-crawl follows the shared CLI conventions: help, version, usage errors.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.bash"
 crawl=$CA_BIN/ca-crawl
 
 run "$crawl" --help

@@ -1,6 +1,6 @@
 # The man page renders, documents every flag that --help lists, and its
 # examples run.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.bash"
 page=$CA_SOURCE_DIR/man/man1/ca-crawl.1
 if command -v man >/dev/null; then
   run man -l "$page"

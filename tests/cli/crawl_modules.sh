@@ -1,5 +1,5 @@
 # ca-crawl modules finds the nn.Module classes of torch's own sources.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.bash"
 crawl=$CA_BIN/ca-crawl
 py=$(torch_python)
 modules_dir=$($py -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "nn", "modules"))') || {

@@ -1,5 +1,5 @@
 # ca-crawl ops: one record per dispatcher operator, classified.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.bash"
 crawl=$CA_BIN/ca-crawl
 py=$(torch_python)
 

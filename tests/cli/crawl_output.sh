@@ -1,6 +1,6 @@
 # Output behaves like a filter's: quiet on a closed pipe, an error on a full
 # disk, and files appear only when complete.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.bash"
 crawl=$CA_BIN/ca-crawl
 
 "$crawl" ops 2>"$WORK/pipe_err" | head -1 >/dev/null

@@ -1,6 +1,6 @@
 # ca-crawl tasks checks task records, fills in meta, and reports bad ones by
 # file and line while the good ones go through.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib.bash"
 crawl=$CA_BIN/ca-crawl
 examples=$CA_SOURCE_DIR/examples/tasks.jsonl
 

@@ -1,66 +1,14 @@
 // ca-crawl: bring operators, modules and hand-written tasks in as JSONL records.
-#include <map>
-#include <optional>
 
 #include "aten/op_catalog.h"
 #include "aten/task_check.h"
 #include "crawl/module_records.h"
 #include "util/cli.h"
 #include "util/log.h"
-#include "util/progress.h"
-#include "util/signals.h"
+#include "util/record_loop.h"
+#include "util/record_output.h"
 
 using namespace ca;
-
-namespace {
-
-// Writes records to `path` ("-" = stdout); returns the exit code.
-template <typename Produce>
-ExitCode write_records(const std::string& path, Produce produce) {
-  auto writer = JsonlWriter::open(path);
-  if (!writer) {
-    error(writer.error());
-    return ExitCode::io_error;
-  }
-  ExitCode code = produce(*writer);
-  // Records that failed were reported and skipped; anything worse leaves no file.
-  if (code != ExitCode::ok && code != ExitCode::some_failed) return code;
-  if (auto committed = writer->commit(); !committed) {
-    error(committed.error());
-    return ExitCode::io_error;
-  }
-  return code;
-}
-
-// Writes one record; returns the code to stop with, or nullopt to go on. A
-// reader that stopped reading (`| head`) ends the run quietly and successfully.
-std::optional<ExitCode> emit(JsonlWriter& writer, const Json& record) {
-  switch (writer.write(record)) {
-    case JsonlWriter::Status::ok: return std::nullopt;
-    case JsonlWriter::Status::broken_pipe: return ExitCode::ok;
-    case JsonlWriter::Status::io_error: error("writing output failed"); return ExitCode::io_error;
-  }
-  return ExitCode::io_error;
-}
-
-void print_summary(const std::vector<Json>& ops) {
-  std::map<std::string, std::pair<int, int>> counts;  // category -> (all, usable)
-  for (const auto& op : ops) {
-    auto& [all, usable] = counts[op["category"].get<std::string>()];
-    ++all;
-    usable += op["usable"].get<bool>() ? 1 : 0;
-  }
-  std::printf("%-15s %6s %6s\n", "category", "ops", "usable");
-  int total = 0, total_usable = 0;
-  for (const auto& [category, count] : counts) {
-    std::printf("%-15s %6d %6d\n", category.c_str(), count.first, count.second);
-    total += count.first;
-    total_usable += count.second;
-  }
-  std::printf("%-15s %6d %6d\n", "total", total, total_usable);
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   ToolCli cli("ca-crawl", "Bring operators, nn.Module classes and hand-written tasks in as JSONL records.");
@@ -91,7 +39,7 @@ int main(int argc, char** argv) {
     std::vector<Json> records = crawl_ops();
     if (usable_only) std::erase_if(records, [](const Json& r) { return !r["usable"].get<bool>(); });
     if (summary) {
-      print_summary(records);
+      std::fputs(summarize_ops(records).c_str(), stdout);
       return to_int(ExitCode::ok);
     }
     return to_int(write_records(output, [&](JsonlWriter& writer) {
@@ -119,35 +67,6 @@ int main(int argc, char** argv) {
   }
 
   return to_int(write_records(output, [&](JsonlWriter& writer) {
-    ExitCode result = ExitCode::ok;
-    for (const auto& path : inputs) {
-      auto reader = JsonlReader::open(path);
-      if (!reader) {
-        error(reader.error());
-        return ExitCode::no_input;
-      }
-      Progress progress("tasks");
-      Record record;
-      std::string message;
-      for (;;) {
-        auto status = reader->next(record, message);
-        if (status == JsonlReader::Status::end) break;
-        if (status == JsonlReader::Status::io_error) {
-          error(reader->name(), message);
-          return ExitCode::io_error;
-        }
-        if (interrupted()) return ExitCode::interrupted;
-        auto checked = status == JsonlReader::Status::record ? check_task(record.value) : std::unexpected(message);
-        progress.tick();
-        if (!checked) {
-          error(record.where(), checked.error());
-          if (fail_fast) return ExitCode::data_error;
-          result = ExitCode::some_failed;
-          continue;
-        }
-        if (auto stop = emit(writer, *checked)) return *stop;
-      }
-    }
-    return result;
+    return transform_records(inputs, writer, fail_fast ? OnBadRecord::stop : OnBadRecord::skip, check_task);
   }));
 }

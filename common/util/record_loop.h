@@ -1,0 +1,29 @@
+// The loop at the heart of every record-transforming tool: read records from
+// files or stdin, transform each, write the results, report bad ones as
+// file:line and go on (STYLE 8).
+#pragma once
+
+#include <expected>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "util/exit_codes.h"
+#include "util/jsonl.h"
+
+namespace ca {
+
+enum class OnBadRecord { skip, stop };
+
+using Transform = std::function<std::expected<Json, std::string>(const Json& record)>;
+
+/// Reads every record of `inputs` ("-" is stdin), writes transform(record) for
+/// each, and reports invalid JSON or a transform error as `file:line: message`.
+/// With OnBadRecord::skip the run goes on and ends with some_failed; with
+/// ::stop it ends at once with data_error. Returns ok when all went through,
+/// no_input for a missing file, io_error, interrupted, or ok after the reader
+/// of stdout went away.
+ExitCode transform_records(const std::vector<std::string>& inputs, JsonlWriter& writer, OnBadRecord on_bad,
+                           const Transform& transform);
+
+}  // namespace ca
