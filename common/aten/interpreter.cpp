@@ -123,12 +123,16 @@ std::expected<Interpreter, std::string> Interpreter::create(const Program& progr
     interpreter.m_nodes.push_back(std::move(*bound));
   }
   for (size_t i = 0; i < program.outputs.size(); ++i) {
-    int id = scope.index.at(program.outputs[i]);
-    if (scope.types[size_t(id)]->kind() != c10::TypeKind::TensorType) {
-      return Error(index_path(field_path(path, "outputs"), i) + ": '" + program.outputs[i] + "' is a " +
-                   scope.types[size_t(id)]->str() + "; program outputs must be tensors");
+    // Outputs are "y" or "ys[1]"; parse_program checked that the name exists.
+    Ref ref = *parse_ref(Json("%" + program.outputs[i]));
+    int id = scope.index.at(ref.name);
+    c10::TypePtr type = scope.types[size_t(id)];
+    if (ref.index && type->kind() == c10::TypeKind::ListType) type = type->castRaw<c10::ListType>()->getElementType();
+    if (type->kind() != c10::TypeKind::TensorType) {
+      return Error(index_path(field_path(path, "outputs"), i) + ": '" + program.outputs[i] + "' is a " + type->str() +
+                   "; program outputs must be tensors");
     }
-    interpreter.m_outputs.push_back(id);
+    interpreter.m_outputs.push_back(ValueRef{id, ref.index ? int(*ref.index) : -1});
   }
   interpreter.m_value_types = std::move(scope.types);
   return interpreter;
@@ -247,7 +251,11 @@ std::expected<std::vector<at::Tensor>, std::string> Interpreter::execute(const s
   }
 
   std::vector<at::Tensor> outputs;
-  for (int id : m_outputs) outputs.push_back(values[size_t(id)].toTensor());
+  for (size_t i = 0; i < m_outputs.size(); ++i) {
+    auto value = resolve(m_outputs[i], values);
+    if (!value) return Error(index_path(field_path(m_path, "outputs"), i) + ": " + value.error());
+    outputs.push_back(value->toTensor());
+  }
   return outputs;
 }
 

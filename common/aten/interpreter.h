@@ -69,7 +69,7 @@ class Interpreter {
   std::string m_path;
   std::vector<BoundNode> m_nodes;
   std::vector<c10::TypePtr> m_value_types;
-  std::vector<int> m_outputs;  // value index of each program output
+  std::vector<ValueRef> m_outputs;  // each program output: a value, or an element of a list value
 };
 
 /// Parses and fully checks a program (structure, schemas, shapes on meta).

@@ -69,8 +69,6 @@ const BadCase k_bad[] = {
      "program.inputs[0].init: unknown distribution 'gaussian'"},
     {"missing_nodes", R"({"inputs":[)" X R"(],"outputs":["x"]})", "program.nodes: missing field"},
     {"unknown_top_field", R"({"inputs":[)" X R"(],"node":[],"nodes":[],"outputs":["x"]})", "program.node: unknown field, did you mean 'nodes'?"},
-    {"element_as_output", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::split.Tensor","args":["%x",2],"out":["parts"]}],"outputs":["parts[1]"]})",
-     "program.outputs[0]: outputs name whole values, not list elements"},
     {"misspelled_node_field", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":["%x"],"kwarg":{},"out":["y"]}],"outputs":["y"]})",
      "program.nodes[0].kwarg: unknown field, did you mean 'kwargs'?"},
     {"misspelled_tensor_field", R"({"inputs":[{"name":"x","dtype":"float32","shape":[2],"inti":"rand"}],"nodes":[],"outputs":["x"]})",
@@ -94,6 +92,15 @@ TEST(ValidationTest, EveryBadProgramNamesFieldAndProblem) {
 TEST(ValidationTest, GoodProgramPasses) {
   auto checked = check_program(Json::parse(R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":["%x"],"out":["y"]}],"outputs":["y"]})"));
   EXPECT_TRUE(checked) << checked.error();
+}
+
+TEST(ValidationTest, ListElementCanBeAnOutput) {
+  auto checked = check_program(Json::parse(R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::split.Tensor","args":["%x",2],"out":["p"]}],
+      "outputs":["p[1]"]})"));
+  ASSERT_TRUE(checked) << checked.error();
+  auto outputs = checked->run(make_tensors(checked->program(), 1, at::kCPU));
+  ASSERT_TRUE(outputs) << outputs.error();
+  EXPECT_EQ((*outputs)[0].sizes(), (std::vector<int64_t>{2, 8}));
 }
 
 TEST(ValidationTest, IndexPastListEndFailsAtRun) {

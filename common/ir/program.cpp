@@ -270,10 +270,7 @@ std::expected<Program, std::string> parse_program(const Json& json, std::string_
     auto bare = name->starts_with("%") ? name->substr(1) : *name;
     auto ok = check_refs(Json("%" + bare), index_path(outputs_path, i), defined);
     if (!ok) return Error(ok.error());
-    if (parse_ref(Json("%" + bare))->index) {
-      return Error(index_path(outputs_path, i) + ": outputs name whole values, not list elements; pass '" + bare +
-                   "' through a node (e.g. aten::clone) to output it");
-    }
+
     program.outputs.push_back(bare);
   }
   return program;
