@@ -29,15 +29,10 @@ std::optional<DType> from_scalar_type(at::ScalarType type) {
 }
 
 at::Tensor make_tensor(const TensorSpec& spec, uint64_t seed, uint64_t stream, const at::Device& device) {
-  at::Tensor host;
-  if (is_floating(spec.dtype)) {
-    host = at::empty(spec.shape, at::TensorOptions().dtype(at::kFloat));
-    fill_floats(spec, seed, stream, std::span<float>(host.data_ptr<float>(), size_t(host.numel())));
-  } else {
-    host = at::empty(spec.shape, at::TensorOptions().dtype(at::kLong));
-    fill_ints(spec, seed, stream, std::span<int64_t>(host.data_ptr<int64_t>(), size_t(host.numel())));
-  }
-  return host.to(device, to_scalar_type(spec.dtype));
+  // The runner makes its inputs with the same make_tensor_bytes, so both sides hold the same bytes by construction.
+  std::vector<uint8_t> bytes = make_tensor_bytes(spec, seed, stream);
+  at::Tensor host = at::from_blob(bytes.data(), spec.shape, at::TensorOptions().dtype(to_scalar_type(spec.dtype))).clone();
+  return host.to(device);
 }
 
 std::vector<at::Tensor> make_tensors(const Program& program, uint64_t seed, const at::Device& device) {

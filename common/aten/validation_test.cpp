@@ -1,8 +1,13 @@
 // Every kind of bad program gets an error that names the field and the problem.
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
+#include <cstring>
+
 #include "aten/interpreter.h"
 #include "aten/tensors.h"
+#include "ir/tensor_init.h"
 
 namespace ca {
 namespace {
@@ -147,6 +152,55 @@ TEST(TensorsTest, DistributionsHaveTheirDocumentedMoments) {
   double bound = 1.0 / std::sqrt(400.0);  // kaiming_uniform: 1/sqrt(fan_in)
   EXPECT_LE(t[3].abs().max().item<double>(), bound);
   EXPECT_GT(t[3].abs().max().item<double>(), 0.99 * bound);
+}
+
+// make_tensor_bytes (shared with the runner) must equal what make_tensor used to do: draw in float32 or int64, then
+// let ATen's Tensor.to(dtype) convert. Constants sit on float16/bfloat16 rounding ties, overflow edges and subnormals.
+TEST(TensorsTest, MakeTensorBytesEqualsAtenConversion) {
+  auto old_path = [](const TensorSpec& spec, uint64_t seed, uint64_t stream) {
+    at::Tensor host;
+    if (is_floating(spec.dtype)) {
+      host = at::empty(spec.shape, at::TensorOptions().dtype(at::kFloat));
+      fill_floats(spec, seed, stream, std::span<float>(host.data_ptr<float>(), size_t(host.numel())));
+    } else {
+      host = at::empty(spec.shape, at::TensorOptions().dtype(at::kLong));
+      fill_ints(spec, seed, stream, std::span<int64_t>(host.data_ptr<int64_t>(), size_t(host.numel())));
+    }
+    return host.to(to_scalar_type(spec.dtype)).contiguous();
+  };
+  auto as_double = [](uint32_t bits) { return double(std::bit_cast<float>(bits)); };
+  const std::vector<double> float_constants = {
+      1 + std::ldexp(1.0, -11), 1 + 3 * std::ldexp(1.0, -11), 2049, 2051, 65519, 65520, -65520, 65504,
+      std::ldexp(1.0, -25), 3 * std::ldexp(1.0, -25), std::ldexp(1.0, -24), std::ldexp(1.0, -14) * (1 - std::ldexp(1.0, -12)),
+      1 + std::ldexp(1.0, -8), 1 + 3 * std::ldexp(1.0, -8), 257, 259, -259, as_double(0x7F7F8000u), as_double(0x7F7F7FFFu),
+      as_double(0x00000001u), 1e39, -1e39, 0.0, -0.0, 0.1, 1.0 / 3.0};
+  std::vector<Init> float_inits = {{Dist::randn, 0, 1},          {Dist::uniform, -70000, 70000}, {Dist::uniform, -1e-6, 1e-6},
+                                   {Dist::uniform, -1e-38, 1e-38}, {Dist::uniform, 0, 4096},       {Dist::normal, 3, 100}};
+  for (double value : float_constants) float_inits.push_back({Dist::constant, value, 1});
+  const std::vector<Init> int_inits = {{Dist::randint, -300, 300}, {Dist::randint, -3e9, 3e9}, {Dist::randint, -2, 3},
+                                       {Dist::constant, 4294967297.0, 1}, {Dist::constant, -129, 1}, {Dist::ones, 0, 1}};
+  const std::vector<std::vector<int64_t>> shapes = {{4099}, {}, {0, 3}};
+
+  int checked = 0;
+  for (DType dtype : {DType::float32, DType::float64, DType::float16, DType::bfloat16, DType::int64, DType::int32,
+                      DType::int16, DType::int8, DType::uint8, DType::boolean}) {
+    for (const Init& init : is_floating(dtype) ? float_inits : int_inits) {
+      for (const auto& shape : shapes) {
+        TensorSpec spec{"t", dtype, shape, init};
+        std::string what = std::string(dtype_name(dtype)) + " init " + to_json(init).dump() + " numel " + std::to_string(spec.numel());
+        at::Tensor expected = old_path(spec, 11, 2);
+        std::vector<uint8_t> bytes = make_tensor_bytes(spec, 11, 2);
+        ASSERT_EQ(bytes.size(), expected.nbytes()) << what;
+        EXPECT_TRUE(bytes.empty() || std::memcmp(bytes.data(), expected.data_ptr(), bytes.size()) == 0) << what;
+        at::Tensor made = make_tensor(spec, 11, 2, at::kCPU);
+        ASSERT_EQ(made.scalar_type(), expected.scalar_type()) << what;
+        ASSERT_EQ(made.sizes(), expected.sizes()) << what;
+        EXPECT_TRUE(made.nbytes() == 0 || std::memcmp(made.data_ptr(), expected.data_ptr(), made.nbytes()) == 0) << what;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 300);
 }
 
 }  // namespace ca

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "ir/philox.h"
 #include "ir/program.h"
@@ -17,6 +18,16 @@ void fill_floats(const TensorSpec& spec, uint64_t seed, uint64_t stream, std::sp
 
 /// Fills `out` for an integer or bool spec.
 void fill_ints(const TensorSpec& spec, uint64_t seed, uint64_t stream, std::span<int64_t> out);
+
+/// The bytes of one tensor, in its dtype, contiguous: values from fill_floats/fill_ints then converted exactly as
+/// ATen's Tensor.to(dtype) converts float32 (round to nearest even for float16/bfloat16; float64 exact) and int64
+/// (truncation to narrower ints, nonzero -> true for bool). Both the trusted side and the runner make tensors
+/// with it, so their inputs are identical by construction.
+std::vector<uint8_t> make_tensor_bytes(const TensorSpec& spec, uint64_t seed, uint64_t stream);
+
+/// float32 -> float16 / bfloat16 bits, rounding to nearest even as c10::Half and c10::BFloat16 do.
+uint16_t float_to_half_bits(float value);
+uint16_t float_to_bfloat16_bits(float value);
 
 /// The bound of kaiming_uniform: 1/sqrt(fan_in), fan_in = shape[1] * prod(shape[2:])
 /// (shape[0] for 1-D), which is PyTorch's default Linear/Conv weight init.

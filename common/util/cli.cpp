@@ -1,5 +1,6 @@
 #include "util/cli.h"
 
+#include <cctype>
 #include <iostream>
 #include <thread>
 
@@ -26,7 +27,10 @@ ToolCli::ToolCli(std::string name, std::string description)
 namespace {
 
 std::string lowercase_first(std::string text) {
-  if (!text.empty() && text[0] >= 'A' && text[0] <= 'Z') text[0] = char(text[0] - 'A' + 'a');
+  // "The following ..." -> "the following ...", but "FILE is required" stays.
+  bool capitalized_word = text.size() > 1 && std::isupper(static_cast<unsigned char>(text[0])) &&
+                          std::islower(static_cast<unsigned char>(text[1]));
+  if (capitalized_word) text[0] = char(std::tolower(static_cast<unsigned char>(text[0])));
   while (!text.empty() && (text.back() == '.' || text.back() == '\n')) text.pop_back();
   return text;
 }

@@ -1,0 +1,120 @@
+"""Compiles a task program with torch.compile's backend (Inductor) into an
+AOTInductor package that C++ loads (DESIGN §7: the compiled baseline).
+
+The package takes the program's inputs and then its params as arguments, so
+no weights are embedded: packages stay small and one package serves every
+seed. Usage:
+
+    python compile_task.py TASK.json PACKAGE.pt2 --device cpu|cuda
+
+TASK.json holds one task record (or just its program). Prints one JSON line:
+{"package": ..., "seconds": ..., "torch": ...}. Errors go to stderr, exit 1.
+"""
+import argparse
+import json
+import sys
+import time
+
+import torch
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+          "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32, "int16": torch.int16,
+          "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool}
+MEMORY_FORMATS = {"contiguous_format": torch.contiguous_format, "preserve_format": torch.preserve_format,
+                  "channels_last": torch.channels_last, "channels_last_3d": torch.channels_last_3d}
+
+
+def resolve_op(qualified):
+    namespace, rest = qualified.split("::", 1)
+    name, _, overload = rest.partition(".")
+    return getattr(getattr(getattr(torch.ops, namespace), name), overload or "default")
+
+
+def convert(value, type_name, env, device):
+    """One JSON argument as the op wants it, by the schema's type name."""
+    if isinstance(value, str) and value.startswith("%") and not value.startswith("%%"):
+        name, _, index = value[1:].partition("[")
+        return env[name][int(index[:-1])] if index else env[name]
+    if isinstance(value, list):
+        element = type_name[:-2] if type_name.endswith("[]") else type_name
+        return [convert(v, element, env, device) for v in value]
+    if value is None:
+        return device if "Device" in type_name else None
+    if "ScalarType" in type_name:
+        return DTYPES[value]
+    if "MemoryFormat" in type_name:
+        return MEMORY_FORMATS[value]
+    if "Layout" in type_name:
+        return torch.strided
+    if isinstance(value, str) and value.startswith("%%"):
+        return value[1:]
+    return value
+
+
+class Program(torch.nn.Module):
+    """Runs the IR with torch.ops, taking inputs then params as arguments."""
+
+    def __init__(self, program, device):
+        super().__init__()
+        self.program = program
+        self.device = device
+
+    def forward(self, *tensors):
+        names = [t["name"] for t in self.program.get("inputs", []) + self.program.get("params", [])]
+        env = dict(zip(names, tensors))
+        for node in self.program["nodes"]:
+            op = resolve_op(node["op"])
+            schema = op._schema.arguments
+            args = [convert(v, str(schema[i].type), env, self.device) for i, v in enumerate(node.get("args", []))]
+            types = {a.name: str(a.type) for a in schema}
+            kwargs = {k: convert(v, types[k], env, self.device) for k, v in node.get("kwargs", {}).items()}
+            for a in schema[len(args):]:
+                if "Device" in str(a.type) and a.name not in kwargs:
+                    kwargs[a.name] = self.device
+            result = op(*args, **kwargs)
+            outs = node["out"]
+            if len(outs) == 1:
+                env[outs[0]] = result
+            else:
+                env.update(zip(outs, result))
+        outputs = []
+        for name in self.program["outputs"]:
+            base, _, index = name.lstrip("%").partition("[")
+            outputs.append(env[base][int(index[:-1])] if index else env[base])
+        return tuple(outputs)
+
+
+def example_tensors(program, device):
+    tensors = []
+    for spec in program.get("inputs", []) + program.get("params", []):
+        dtype = DTYPES[spec["dtype"]]
+        if dtype.is_floating_point:
+            tensors.append(torch.randn(spec["shape"], dtype=dtype, device=device))
+        else:
+            tensors.append(torch.randint(0, 2, spec["shape"], device=device).to(dtype))
+    return tensors
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("task")
+    parser.add_argument("package")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    args = parser.parse_args()
+    with open(args.task) as f:
+        record = json.load(f)
+    program = record.get("program", record)
+    started = time.time()
+    with torch.no_grad():
+        module = Program(program, torch.device(args.device)).eval()
+        exported = torch.export.export(module, tuple(example_tensors(program, args.device)))
+        path = torch._inductor.aoti_compile_and_package(exported, package_path=args.package)
+    print(json.dumps({"package": path, "seconds": round(time.time() - started, 3), "torch": torch.__version__}))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except Exception as error:  # the one place errors become a message and exit 1
+        print(f"compile_task.py: error: {type(error).__name__}: {error}", file=sys.stderr)
+        sys.exit(1)

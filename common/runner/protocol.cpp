@@ -1,0 +1,380 @@
+// Parsing and writing of the runner's request and results (see protocol.h), with errors that name the field.
+#include "runner/protocol.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "util/json_field.h"
+#include "util/spell.h"
+
+namespace ca {
+namespace {
+
+using Error = std::unexpected<std::string>;
+
+// A misspelled optional key ("num_thread") must not fall back to its default silently.
+std::expected<void, std::string> check_fields(const Json& json, const std::vector<std::string>& known, std::string_view path) {
+  if (!json.is_object()) return Error(std::string(path) + ": expected an object, got " + json_type(json));
+  for (auto it = json.begin(); it != json.end(); ++it) {
+    if (std::find(known.begin(), known.end(), it.key()) == known.end()) {
+      return Error(field_path(path, it.key()) + ": unknown field" + did_you_mean(it.key(), known) + " (fields: " + quoted_list(known) + ")");
+    }
+  }
+  return {};
+}
+
+std::expected<uint64_t, std::string> as_uint(const Json& value, std::string_view path) {
+  // nlohmann stores every non-negative integer literal as unsigned, so this admits 0..2^64-1 and nothing else.
+  if (!value.is_number_unsigned()) return Error(std::string(path) + ": expected an unsigned integer, got " + json_type(value));
+  return value.get<uint64_t>();
+}
+
+std::expected<int32_t, std::string> int_at_least(const Json& json, std::string_view key, std::string_view path, int32_t low, int32_t fallback) {
+  auto it = json.find(std::string(key));
+  if (it == json.end()) return fallback;
+  auto value = as_int(*it, field_path(path, key));
+  if (!value) return Error(value.error());
+  if (*value < low || *value > INT32_MAX) return Error(field_path(path, key) + ": " + std::to_string(*value) + " is out of range (at least " + std::to_string(low) + ")");
+  return int32_t(*value);
+}
+
+std::expected<DType, std::string> dtype_field(const Json& json, std::string_view path) {
+  auto name = string_field(json, "dtype", path);
+  if (!name) return Error(name.error());
+  auto dtype = parse_dtype(*name);
+  if (!dtype) {
+    return Error(field_path(path, "dtype") + ": unknown dtype '" + *name + "'" + did_you_mean(*name, dtype_names()) + " (one of " +
+                 quoted_list(dtype_names()) + ")");
+  }
+  return *dtype;
+}
+
+std::expected<const Json*, std::string> array_field(const Json& json, std::string_view key, std::string_view path) {
+  auto field = require_field(json, key, path);
+  if (!field) return Error(field.error());
+  if (!(*field)->is_array()) return Error(field_path(path, key) + ": expected an array, got " + json_type(**field));
+  return *field;
+}
+
+// parse_program owns the rules for a TensorSpec (names, dtypes, shapes, inits), so the list is checked as the inputs
+// of a program that just returns its first tensor, and the error paths are renamed back.
+std::expected<std::vector<TensorSpec>, std::string> parse_tensor_specs(const Json& list, std::string_view path) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    auto init = require_field(list[i], "init", index_path(path, i));
+    if (!init) return Error(init.error());
+  }
+  if (list.empty()) return std::vector<TensorSpec>{};
+  auto name = list[0].find("name");
+  Json anchor = name != list[0].end() && name->is_string() ? *name : Json("t");
+  Json program = {{"inputs", list}, {"nodes", Json::array()}, {"outputs", Json::array({anchor})}};
+  const std::string wrapped = "\x01";
+  auto parsed = parse_program(program, wrapped);
+  if (parsed) return std::move(parsed->inputs);
+  std::string message = parsed.error();
+  const std::string prefix = wrapped + ".inputs";
+  if (message.starts_with(prefix)) message = std::string(path) + message.substr(prefix.size());
+  return Error(message);
+}
+
+std::expected<OutputSpec, std::string> parse_output(const Json& json, std::string_view path) {
+  if (auto ok = check_fields(json, {"dtype", "shape"}, path); !ok) return Error(ok.error());
+  OutputSpec output;
+  auto dtype = dtype_field(json, path);
+  if (!dtype) return Error(dtype.error());
+  output.dtype = *dtype;
+  auto shape = int_list_field(json, "shape", path);
+  if (!shape) return Error(shape.error());
+  for (size_t i = 0; i < shape->size(); ++i) {
+    if ((*shape)[i] < 0) return Error(index_path(field_path(path, "shape"), i) + ": negative size " + std::to_string((*shape)[i]));
+  }
+  output.shape = std::move(*shape);
+  return output;
+}
+
+bool is_plain_file_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos && name.find('\0') == std::string::npos;
+}
+
+// A call's own tensors may change how values are drawn, never what the candidate is handed.
+std::expected<void, std::string> check_same_layout(const std::vector<TensorSpec>& own, const std::vector<TensorSpec>& request,
+                                                   std::string_view path) {
+  if (own.size() != request.size()) {
+    return Error(std::string(path) + ": " + std::to_string(own.size()) + " tensor(s), the request has " + std::to_string(request.size()));
+  }
+  for (size_t i = 0; i < own.size(); ++i) {
+    if (own[i].name != request[i].name || own[i].dtype != request[i].dtype || own[i].shape != request[i].shape) {
+      return Error(index_path(path, i) + ": '" + own[i].name + "' differs from request.tensors[" + std::to_string(i) +
+                   "] in name, dtype or shape; only init may differ");
+    }
+  }
+  return {};
+}
+
+std::expected<CallSpec, std::string> parse_call(const Json& json, std::string_view path, const std::vector<TensorSpec>& tensors) {
+  if (auto ok = check_fields(json, {"seed", "output_file", "tensors"}, path); !ok) return Error(ok.error());
+  CallSpec call;
+  auto seed = require_field(json, "seed", path);
+  if (!seed) return Error(seed.error());
+  auto value = as_uint(**seed, field_path(path, "seed"));
+  if (!value) return Error(value.error());
+  call.seed = *value;
+  auto file = string_field(json, "output_file", path);
+  if (!file) return Error(file.error());
+  if (!is_plain_file_name(*file) || *file == k_results_file) {
+    return Error(field_path(path, "output_file") + ": '" + *file + "' must be a plain file name inside output_dir, not " +
+                 std::string(k_results_file));
+  }
+  call.output_file = std::move(*file);
+  if (auto own = json.find("tensors"); own != json.end()) {
+    auto tensors_path = field_path(path, "tensors");
+    if (!own->is_array()) return Error(tensors_path + ": expected an array, got " + json_type(*own));
+    auto specs = parse_tensor_specs(*own, tensors_path);
+    if (!specs) return Error(specs.error());
+    if (auto same = check_same_layout(*specs, tensors, tensors_path); !same) return Error(same.error());
+    call.tensors = std::move(*specs);
+  }
+  return call;
+}
+
+const std::vector<std::string> k_request_fields = {"library", "backend", "device_index", "num_threads",
+                                                   "tensors", "outputs", "calls",        "output_dir"};
+const std::vector<std::string> k_backends = {"cpu", "cuda"};
+
+}  // namespace
+
+int64_t OutputSpec::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+size_t OutputSpec::bytes() const { return size_t(numel()) * dtype_size(dtype); }
+
+
+std::expected<RunRequest, std::string> parse_request(const Json& json, std::string_view path) {
+  if (auto ok = check_fields(json, k_request_fields, path); !ok) return Error(ok.error());
+  RunRequest request;
+  auto library = string_field(json, "library", path);
+  if (!library) return Error(library.error());
+  if (library->empty()) return Error(field_path(path, "library") + ": empty path");
+  request.library = std::move(*library);
+
+  auto backend = string_field(json, "backend", path);
+  if (!backend) return Error(backend.error());
+  if (std::find(k_backends.begin(), k_backends.end(), *backend) == k_backends.end()) {
+    return Error(field_path(path, "backend") + ": unknown backend '" + *backend + "'" + did_you_mean(*backend, k_backends) + " (one of " +
+                 quoted_list(k_backends) + ")");
+  }
+  request.backend = *backend == "cuda" ? Backend::cuda : Backend::cpu;
+
+  auto device_index = int_at_least(json, "device_index", path, 0, 0);
+  if (!device_index) return Error(device_index.error());
+  request.device_index = *device_index;
+  auto num_threads = int_at_least(json, "num_threads", path, 1, 1);
+  if (!num_threads) return Error(num_threads.error());
+  request.num_threads = *num_threads;
+
+  auto tensors = array_field(json, "tensors", path);
+  if (!tensors) return Error(tensors.error());
+  auto specs = parse_tensor_specs(**tensors, field_path(path, "tensors"));
+  if (!specs) return Error(specs.error());
+  request.tensors = std::move(*specs);
+
+  auto outputs = array_field(json, "outputs", path);
+  if (!outputs) return Error(outputs.error());
+  if ((*outputs)->empty()) return Error(field_path(path, "outputs") + ": expected at least one output");
+  for (size_t i = 0; i < (*outputs)->size(); ++i) {
+    auto output = parse_output((**outputs)[i], index_path(field_path(path, "outputs"), i));
+    if (!output) return Error(output.error());
+    request.outputs.push_back(std::move(*output));
+  }
+
+  auto calls = array_field(json, "calls", path);
+  if (!calls) return Error(calls.error());
+  std::set<std::string> files;
+  for (size_t i = 0; i < (*calls)->size(); ++i) {
+    auto call_path = index_path(field_path(path, "calls"), i);
+    auto call = parse_call((**calls)[i], call_path, request.tensors);
+    if (!call) return Error(call.error());
+    // A later call would overwrite an earlier call's outputs before the trusted side reads them.
+    if (!files.insert(call->output_file).second) return Error(field_path(call_path, "output_file") + ": '" + call->output_file + "' is used by an earlier call");
+    request.calls.push_back(std::move(*call));
+  }
+
+  auto output_dir = string_field(json, "output_dir", path);
+  if (!output_dir) return Error(output_dir.error());
+  if (output_dir->empty()) return Error(field_path(path, "output_dir") + ": empty path");
+  request.output_dir = std::move(*output_dir);
+  return request;
+}
+
+std::expected<RunRequest, std::string> parse_request_text(const std::string& text, std::string_view path) {
+  Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded()) {
+    // Parse again for the position only: parsing without exceptions reports none.
+    struct Finder : nlohmann::json_sax<Json> {
+      std::string message;
+      bool null() override { return true; }
+      bool boolean(bool) override { return true; }
+      bool number_integer(number_integer_t) override { return true; }
+      bool number_unsigned(number_unsigned_t) override { return true; }
+      bool number_float(number_float_t, const string_t&) override { return true; }
+      bool string(string_t&) override { return true; }
+      bool binary(binary_t&) override { return true; }
+      bool start_object(std::size_t) override { return true; }
+      bool key(string_t&) override { return true; }
+      bool end_object() override { return true; }
+      bool start_array(std::size_t) override { return true; }
+      bool end_array() override { return true; }
+      bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+        message = e.what();
+        auto at = message.find("line ");
+        if (at != std::string::npos) message = message.substr(at);
+        return false;
+      }
+    } finder;
+    Json::sax_parse(text, &finder);
+    return Error(std::string(path) + ": invalid JSON: " + finder.message);
+  }
+  return parse_request(json, path);
+}
+
+Json to_json(const RunRequest& request) {
+  auto tensors_json = [](const std::vector<TensorSpec>& specs) {
+    Json list = Json::array();
+    for (const auto& spec : specs) {
+      list.push_back({{"name", spec.name}, {"dtype", dtype_name(spec.dtype)}, {"shape", spec.shape}, {"init", to_json(spec.init)}});
+    }
+    return list;
+  };
+  Json outputs = Json::array();
+  for (const auto& output : request.outputs) outputs.push_back({{"dtype", dtype_name(output.dtype)}, {"shape", output.shape}});
+  Json calls = Json::array();
+  for (const auto& call : request.calls) {
+    Json entry = {{"seed", call.seed}, {"output_file", call.output_file}};
+    if (call.tensors) entry["tensors"] = tensors_json(*call.tensors);
+    calls.push_back(std::move(entry));
+  }
+  return {{"library", request.library},       {"backend", backend_name(request.backend)}, {"device_index", request.device_index},
+          {"num_threads", request.num_threads}, {"tensors", tensors_json(request.tensors)},  {"outputs", std::move(outputs)},
+          {"calls", std::move(calls)},          {"output_dir", request.output_dir}};
+}
+
+Json to_json(const CallReport& result) {
+  return {{"call", result.call},
+          {"seed", result.seed},
+          {"rc", result.rc},
+          {"inputs_changed", result.inputs_changed},
+          {"changed_inputs", result.changed_inputs},
+          {"wall_us", result.wall_us},
+          {"ok", result.ok()}};
+}
+
+Json loaded_event() { return {{"event", "loaded"}}; }
+
+Json load_failed_event(std::string_view message) { return {{"event", "load_failed"}, {"message", message}}; }
+
+namespace {
+
+std::expected<CallReport, std::string> parse_call_result(const Json& json, std::string_view where) {
+  CallReport result;
+  for (auto [key, target] : {std::pair{"call", &result.call}, std::pair{"seed", &result.seed}}) {
+    auto field = require_field(json, key, where);
+    if (!field) return Error(field.error());
+    auto value = as_uint(**field, field_path(where, key));
+    if (!value) return Error(value.error());
+    *target = *value;
+  }
+  auto rc = require_field(json, "rc", where);
+  if (!rc) return Error(rc.error());
+  auto rc_value = as_int(**rc, field_path(where, "rc"));
+  if (!rc_value) return Error(rc_value.error());
+  result.rc = *rc_value;
+  auto changed = require_field(json, "inputs_changed", where);
+  if (!changed) return Error(changed.error());
+  if (!(*changed)->is_boolean()) return Error(field_path(where, "inputs_changed") + ": expected a boolean, got " + json_type(**changed));
+  result.inputs_changed = (*changed)->get<bool>();
+  if (auto list = json.find("changed_inputs"); list != json.end()) {
+    auto indices = as_int_list(*list, field_path(where, "changed_inputs"));
+    if (!indices) return Error(indices.error());
+    for (int64_t index : *indices) result.changed_inputs.push_back(uint64_t(index));
+  }
+  auto wall = require_field(json, "wall_us", where);
+  if (!wall) return Error(wall.error());
+  auto wall_value = as_number(**wall, field_path(where, "wall_us"));
+  if (!wall_value) return Error(wall_value.error());
+  result.wall_us = *wall_value;
+  return result;
+}
+
+}  // namespace
+
+std::expected<RunLog, std::string> parse_results(std::string_view text) {
+  RunLog log;
+  size_t line_number = 0;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) break;  // cut off mid-write: that call never finished
+    std::string line(text.substr(start, end - start));
+    start = end + 1;
+    std::string where = std::string(k_results_file) + ":" + std::to_string(++line_number);
+    if (line.empty()) continue;
+    Json json = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!json.is_object()) return Error(where + ": expected a JSON object");
+    auto event = json.find("event");
+    if (event == json.end()) {
+      auto result = parse_call_result(json, "");
+      if (!result) return Error(where + ": " + result.error());
+      log.calls.push_back(std::move(*result));
+      continue;
+    }
+    if (*event == "loaded") {
+      log.loaded = true;
+      continue;
+    }
+    if (*event == "load_failed") {
+      auto message = json.find("message");
+      log.load_error = message != json.end() && message->is_string() ? message->get<std::string>() : "load failed";
+      continue;
+    }
+    return Error(where + ": unknown event " + event->dump());
+  }
+  return log;
+}
+
+namespace {
+
+// The bytes of one poison element; integer dtypes repeat 0xA5 whatever their width.
+std::vector<uint8_t> poison_element(DType dtype) {
+  const size_t size = dtype_size(dtype);
+  std::vector<uint8_t> element(size, 0xA5);
+  uint64_t bits = 0;
+  switch (dtype) {
+    case DType::float32: bits = 0x7FC00000u; break;
+    case DType::float64: bits = 0x7FF8000000000000ull; break;
+    case DType::float16: bits = 0x7E00u; break;
+    case DType::bfloat16: bits = 0x7FC0u; break;
+    default: return element;
+  }
+  std::memcpy(element.data(), &bits, size);  // little-endian: the low bytes are the value
+  return element;
+}
+
+}  // namespace
+
+void fill_poison(DType dtype, std::span<uint8_t> bytes) {
+  const std::vector<uint8_t> element = poison_element(dtype);
+  const size_t size = element.size();
+  for (size_t at = 0; at + size <= bytes.size(); at += size) std::memcpy(bytes.data() + at, element.data(), size);
+}
+
+size_t count_poison(DType dtype, std::span<const uint8_t> bytes) {
+  const std::vector<uint8_t> element = poison_element(dtype);
+  const size_t size = element.size();
+  size_t count = 0;
+  for (size_t at = 0; at + size <= bytes.size(); at += size) count += std::memcmp(bytes.data() + at, element.data(), size) == 0 ? 1 : 0;
+  return count;
+}
+
+}  // namespace ca

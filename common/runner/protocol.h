@@ -1,0 +1,96 @@
+// The runner protocol (DESIGN §6): the request the trusted side writes for ca-runner, and the output files and
+// results.jsonl lines the runner writes back. Reference outputs never travel: both sides make the inputs from the
+// same seeds with make_tensor_bytes.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/backend.h"
+#include "ir/program.h"
+#include "util/jsonl.h"
+
+namespace ca {
+
+/// The dtype and shape of one output buffer the runner allocates.
+struct OutputSpec {
+  DType dtype = DType::float32;
+  std::vector<int64_t> shape;
+  int64_t numel() const;
+  size_t bytes() const;
+};
+
+/// One call of ca_forward: inputs are drawn from `seed`, outputs go to output_dir/output_file.
+struct CallSpec {
+  uint64_t seed = 0;
+  std::string output_file;  // a plain file name, no directories
+  /// This call's own draws, e.g. signed inputs on some trials (EXPLOITS B4): the request's tensors with other
+  /// inits only (same names, dtypes and shapes). Empty: the request's tensors.
+  std::optional<std::vector<TensorSpec>> tensors;
+  const std::vector<TensorSpec>& tensors_or(const std::vector<TensorSpec>& request_tensors) const {
+    return tensors ? *tensors : request_tensors;
+  }
+};
+
+struct RunRequest {
+  std::string library;  // the candidate .so
+  Backend backend = Backend::cpu;
+  int32_t device_index = 0;
+  int32_t num_threads = 1;
+  std::vector<TensorSpec> tensors;  // the program's inputs then its params; tensor i is drawn from stream i
+  std::vector<OutputSpec> outputs;
+  std::vector<CallSpec> calls;
+  std::string output_dir;  // holds the output files and results.jsonl
+};
+
+/// The file in output_dir that gets one line per event and per finished call.
+inline constexpr std::string_view k_results_file = "results.jsonl";
+
+/// Parses a request object. Errors name the field: "request.calls[1].seed: expected an unsigned integer, got string".
+/// Every tensor must spell out its init, since inputs and params default to different distributions.
+std::expected<RunRequest, std::string> parse_request(const Json& json, std::string_view path = "request");
+/// Parses the text of a request file; bad JSON gives "invalid JSON: column N: ...".
+std::expected<RunRequest, std::string> parse_request_text(const std::string& text, std::string_view path = "request");
+Json to_json(const RunRequest& request);
+
+/// What the runner reports about one finished call.
+struct CallReport {
+  uint64_t call = 0;  // index into RunRequest::calls
+  uint64_t seed = 0;
+  int64_t rc = 0;  // what ca_forward returned
+  bool inputs_changed = false;
+  std::vector<uint64_t> changed_inputs;  // indices into RunRequest::tensors
+  double wall_us = 0;                    // host wall time of the ca_forward call
+  bool ok() const { return rc == 0 && !inputs_changed; }
+};
+
+/// {"call","seed","rc","inputs_changed","changed_inputs","wall_us","ok"}.
+Json to_json(const CallReport& result);
+/// {"event":"loaded"}: dlopen and dlsym succeeded; written before the first call.
+Json loaded_event();
+/// {"event":"load_failed","message":...}: the library could not be loaded or lacks ca_forward.
+Json load_failed_event(std::string_view message);
+
+/// Everything a results.jsonl says. A call of the request with no entry in `calls` crashed or hung the runner.
+struct RunLog {
+  bool loaded = false;
+  std::string load_error;  // non-empty after a load_failed event
+  std::vector<CallReport> calls;
+};
+
+/// Parses the text of results.jsonl. A last line without its newline (the runner died while writing it) is
+/// ignored. Errors name the line: "results.jsonl:3: rc: missing field".
+std::expected<RunLog, std::string> parse_results(std::string_view text);
+
+/// Fills an output buffer with poison before each call: the canonical quiet NaN of a float dtype (float32 0x7FC00000,
+/// float64 0x7FF8000000000000, float16 0x7E00, bfloat16 0x7FC0), 0xA5 bytes for integer and bool dtypes.
+void fill_poison(DType dtype, std::span<uint8_t> bytes);
+/// Counts the elements of an output that still hold poison, i.e. that the candidate most likely never wrote.
+size_t count_poison(DType dtype, std::span<const uint8_t> bytes);
+
+}  // namespace ca

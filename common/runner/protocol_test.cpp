@@ -1,0 +1,157 @@
+// The runner's request and results formats: round trips, errors that name the field, poison patterns.
+#include "runner/protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace ca {
+namespace {
+
+const char* const k_request = R"({"library": "cand.so", "backend": "cpu", "device_index": 0, "num_threads": 2,
+  "tensors": [{"name": "x", "dtype": "float32", "shape": [4, 8], "init": "randn"},
+              {"name": "w", "dtype": "bfloat16", "shape": [8], "init": {"uniform": [-1, 1]}}],
+  "outputs": [{"dtype": "float32", "shape": [4, 8]}],
+  "calls": [{"seed": 18446744073709551615, "output_file": "out-0.bin"},
+            {"seed": 7, "output_file": "out-1.bin",
+             "tensors": [{"name": "x", "dtype": "float32", "shape": [4, 8], "init": {"uniform": [-1, 1]}},
+                         {"name": "w", "dtype": "bfloat16", "shape": [8], "init": {"uniform": [-1, 1]}}]}],
+  "output_dir": "/tmp/run"})";
+
+TEST(ProtocolTest, RequestRoundTripsThroughJson) {
+  auto request = parse_request(Json::parse(k_request));
+  ASSERT_TRUE(request) << request.error();
+  EXPECT_EQ(request->library, "cand.so");
+  EXPECT_EQ(request->backend, Backend::cpu);
+  EXPECT_EQ(request->num_threads, 2);
+  ASSERT_EQ(request->tensors.size(), 2u);
+  EXPECT_EQ(request->tensors[1].dtype, DType::bfloat16);
+  EXPECT_EQ(request->tensors[1].init.dist, Dist::uniform);
+  EXPECT_EQ(request->outputs[0].bytes(), 4u * 8u * 4u);
+  ASSERT_EQ(request->calls.size(), 2u);
+  EXPECT_EQ(request->calls[0].seed, UINT64_MAX);
+  EXPECT_EQ(request->calls[1].output_file, "out-1.bin");
+  EXPECT_FALSE(request->calls[0].tensors);
+  EXPECT_EQ(request->calls[0].tensors_or(request->tensors)[0].init.dist, Dist::randn);
+  ASSERT_TRUE(request->calls[1].tensors);
+  EXPECT_EQ(request->calls[1].tensors_or(request->tensors)[0].init.dist, Dist::uniform);
+
+  auto again = parse_request(to_json(*request));
+  ASSERT_TRUE(again) << again.error();
+  EXPECT_EQ(to_json(*again), to_json(*request));
+}
+
+TEST(ProtocolTest, OptionalFieldsHaveDefaults) {
+  Json json = Json::parse(k_request);
+  json.erase("device_index");
+  json.erase("num_threads");
+  auto request = parse_request(json);
+  ASSERT_TRUE(request) << request.error();
+  EXPECT_EQ(request->device_index, 0);
+  EXPECT_EQ(request->num_threads, 1);
+}
+
+struct BadRequest {
+  const char* name;
+  const char* pointer;  // JSON pointer to the field to replace; "" to remove `remove`
+  const char* value;    // JSON text of the replacement
+  const char* expected;
+};
+
+const BadRequest k_bad[] = {
+    {"unknown_field", "/num_thread", "2", "request.num_thread: unknown field, did you mean 'num_threads'?"},
+    {"bad_backend", "/backend", R"("cudda")", "request.backend: unknown backend 'cudda', did you mean 'cuda'?"},
+    {"zero_threads", "/num_threads", "0", "request.num_threads: 0 is out of range (at least 1)"},
+    {"negative_seed", "/calls/1/seed", "-1", "request.calls[1].seed: expected an unsigned integer, got number"},
+    {"float_seed", "/calls/0/seed", "1.5", "request.calls[0].seed: expected an unsigned integer"},
+    {"path_in_output_file", "/calls/0/output_file", R"("../x.bin")", "request.calls[0].output_file: '../x.bin' must be a plain file name"},
+    {"results_as_output_file", "/calls/0/output_file", R"("results.jsonl")", "request.calls[0].output_file: 'results.jsonl' must be"},
+    {"duplicate_output_file", "/calls/1/output_file", R"("out-0.bin")", "request.calls[1].output_file: 'out-0.bin' is used by an earlier call"},
+    {"tensor_dtype", "/tensors/1/dtype", R"("bflaot16")", "request.tensors[1].dtype: unknown dtype 'bflaot16', did you mean 'bfloat16'?"},
+    {"tensor_init_missing", "/tensors/0", R"({"name":"x","dtype":"float32","shape":[2]})", "request.tensors[0].init: missing field"},
+    {"tensor_bad_init", "/tensors/1/init", R"("gaussian")", "request.tensors[1].init: unknown distribution 'gaussian'"},
+    {"tensor_duplicate_name", "/tensors/1/name", R"("x")", "request.tensors[1].name: 'x' is already defined"},
+    {"call_tensor_shape", "/calls/1/tensors/0/shape", "[4, 9]",
+     "request.calls[1].tensors[0]: 'x' differs from request.tensors[0] in name, dtype or shape; only init may differ"},
+    {"call_tensor_count", "/calls/1/tensors", R"([{"name":"x","dtype":"float32","shape":[4,8],"init":"rand"}])",
+     "request.calls[1].tensors: 1 tensor(s), the request has 2"},
+    {"call_tensor_init", "/calls/1/tensors/1/init", R"("randn ")", "request.calls[1].tensors[1].init: unknown distribution 'randn '"},
+    {"output_dtype", "/outputs/0/dtype", R"("flaot32")", "request.outputs[0].dtype: unknown dtype 'flaot32', did you mean 'float32'?"},
+    {"output_negative_size", "/outputs/0/shape", "[4, -8]", "request.outputs[0].shape[1]: negative size -8"},
+    {"no_outputs", "/outputs", "[]", "request.outputs: expected at least one output"},
+    {"calls_not_array", "/calls", "{}", "request.calls: expected an array, got object"},
+    {"library_not_string", "/library", "3", "request.library: expected a string, got number"},
+};
+
+TEST(ProtocolTest, BadRequestsNameTheField) {
+  for (const auto& bad : k_bad) {
+    Json json = Json::parse(k_request);
+    json[Json::json_pointer(bad.pointer)] = Json::parse(bad.value);
+    auto request = parse_request(json);
+    ASSERT_FALSE(request) << bad.name << " was accepted";
+    EXPECT_NE(request.error().find(bad.expected), std::string::npos) << bad.name << ": got: " << request.error();
+  }
+  Json json = Json::parse(k_request);
+  json.erase("output_dir");
+  auto request = parse_request(json);
+  ASSERT_FALSE(request);
+  EXPECT_EQ(request.error(), "request.output_dir: missing field");
+}
+
+TEST(ProtocolTest, InvalidJsonGivesItsPosition) {
+  auto request = parse_request_text("{\"library\": \"a.so\",\n \"backend\" \"cpu\"}");
+  ASSERT_FALSE(request);
+  EXPECT_NE(request.error().find("request: invalid JSON: line 2, column"), std::string::npos) << request.error();
+}
+
+TEST(ProtocolTest, ResultsParseEventsAndCallsAndIgnoreACutOffLine) {
+  CallReport first{0, 5, 0, false, {}, 12.5};
+  CallReport second{1, 6, 3, true, {1}, 7.0};
+  std::string text = loaded_event().dump() + "\n" + to_json(first).dump() + "\n" + to_json(second).dump() + "\n" +
+                     R"({"call":2,"seed":9,"rc":0,"inp)";
+  auto log = parse_results(text);
+  ASSERT_TRUE(log) << log.error();
+  EXPECT_TRUE(log->loaded);
+  EXPECT_TRUE(log->load_error.empty());
+  ASSERT_EQ(log->calls.size(), 2u);
+  EXPECT_TRUE(log->calls[0].ok());
+  EXPECT_EQ(log->calls[0].wall_us, 12.5);
+  EXPECT_EQ(log->calls[1].rc, 3);
+  EXPECT_EQ(log->calls[1].changed_inputs, std::vector<uint64_t>{1});
+  EXPECT_FALSE(log->calls[1].ok());
+  EXPECT_EQ(to_json(second)["ok"], false);
+
+  auto failed = parse_results(load_failed_event("no symbol ca_forward").dump() + "\n");
+  ASSERT_TRUE(failed) << failed.error();
+  EXPECT_FALSE(failed->loaded);
+  EXPECT_EQ(failed->load_error, "no symbol ca_forward");
+
+  auto bad = parse_results(loaded_event().dump() + "\n" + R"({"call":0,"seed":1,"inputs_changed":false,"wall_us":1})" + "\n");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error(), "results.jsonl:2: rc: missing field");
+}
+
+TEST(ProtocolTest, PoisonIsQuietNanForFloatsAndA5ForIntegers) {
+  struct Case {
+    DType dtype;
+    uint64_t bits;
+  };
+  for (auto [dtype, bits] : {Case{DType::float32, 0x7FC00000u}, Case{DType::float64, 0x7FF8000000000000ull}, Case{DType::float16, 0x7E00u},
+                             Case{DType::bfloat16, 0x7FC0u}, Case{DType::int64, 0xA5A5A5A5A5A5A5A5ull}, Case{DType::int32, 0xA5A5A5A5u},
+                             Case{DType::int8, 0xA5u}, Case{DType::boolean, 0xA5u}}) {
+    const size_t size = dtype_size(dtype);
+    std::vector<uint8_t> bytes(5 * size, 0);
+    fill_poison(dtype, bytes);
+    for (size_t i = 0; i < 5; ++i) {
+      uint64_t element = 0;
+      std::memcpy(&element, bytes.data() + i * size, size);
+      EXPECT_EQ(element, bits) << dtype_name(dtype) << " element " << i;
+    }
+    EXPECT_EQ(count_poison(dtype, bytes), 5u) << dtype_name(dtype);
+    bytes[size] ^= 1;  // the second element is written
+    EXPECT_EQ(count_poison(dtype, bytes), 4u) << dtype_name(dtype);
+  }
+}
+
+}  // namespace
+}  // namespace ca

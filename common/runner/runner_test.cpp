@@ -1,0 +1,297 @@
+// End-to-end tests of ca-runner: tiny candidates compiled with g++, run as a subprocess on a request file.
+#include <gtest/gtest.h>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "ir/tensor_init.h"
+#include "runner/protocol.h"
+#include "util/atomic_file.h"
+
+namespace ca {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Candidate sources. Each reads the ABI header only, as real candidates do.
+const char* const k_relu = R"(#include "ca_kernel.h"
+extern "C" int ca_forward(ca_context*, const ca_tensor* in, int, ca_tensor* out, int) {
+  const float* x = (const float*)in[0].data;
+  float* y = (float*)out[0].data;
+  for (int64_t i = 0; i < in[0].shape[0]; ++i) y[i] = x[i] > 0 ? x[i] : 0.0f;
+  return 0;
+})";
+
+// Fails (returns 7) if any buffer address repeats across calls, so a pointer-keyed cache could never hit.
+const char* const k_pointer_recorder = R"(#include "ca_kernel.h"
+static void* seen[64];
+static int n_seen = 0;
+static int remember(void* p) {
+  for (int i = 0; i < n_seen; ++i) if (seen[i] == p) return 1;
+  seen[n_seen++] = p;
+  return 0;
+}
+extern "C" int ca_forward(ca_context*, const ca_tensor* in, int, ca_tensor* out, int) {
+  if (remember(in[0].data) || remember(out[0].data)) return 7;
+  ((float*)out[0].data)[0] = 1.0f;
+  return 0;
+})";
+
+const char* const k_writes_second_input = R"(#include "ca_kernel.h"
+extern "C" int ca_forward(ca_context*, const ca_tensor* in, int, ca_tensor* out, int) {
+  ((float*)in[1].data)[3] = 42.0f;
+  ((float*)out[0].data)[0] = 0.0f;
+  return 0;
+})";
+
+const char* const k_returns_3 = R"(#include "ca_kernel.h"
+extern "C" int ca_forward(ca_context*, const ca_tensor*, int, ca_tensor*, int) { return 3; })";
+
+const char* const k_writes_nothing = R"(#include "ca_kernel.h"
+extern "C" int ca_forward(ca_context*, const ca_tensor*, int, ca_tensor*, int) { return 0; })";
+
+// Crashes on its second call; the null pointer comes from ctx->stream (NULL on cpu) so the compiler cannot see it.
+const char* const k_crashes_second_call = R"(#include "ca_kernel.h"
+static int calls = 0;
+extern "C" int ca_forward(ca_context* ctx, const ca_tensor*, int, ca_tensor* out, int) {
+  if (++calls == 2) *(volatile int*)ctx->stream = 1;
+  ((float*)out[0].data)[0] = 0.0f;
+  return 0;
+})";
+
+const char* const k_no_entry_point = R"(extern "C" int not_ca_forward() { return 0; })";
+
+// Checks the context and the workspace; each failed check has its own return code.
+const char* const k_uses_workspace = R"(#include "ca_kernel.h"
+#include <stdint.h>
+extern "C" int ca_forward(ca_context* ctx, const ca_tensor*, int, ca_tensor* out, int) {
+  if (ctx->abi_version != CA_ABI_VERSION || ctx->device != CA_DEVICE_CPU || ctx->stream) return 10;
+  if (ctx->num_threads != 3) return 11;
+  unsigned char* scratch = (unsigned char*)ctx->workspace(ctx, 1000);
+  if (!scratch) return 12;
+  if ((uintptr_t)scratch % 64 != 0) return 13;
+  for (int i = 0; i < 1000; ++i) if (scratch[i] != 0xFF) return 14;
+  if (out[0].ndim != 2 || out[0].shape[0] != 2 || out[0].shape[1] != 3 || out[0].strides[0] != 3 || out[0].strides[1] != 1) return 15;
+  if (out[0].dtype != CA_FLOAT32) return 16;
+  for (int i = 0; i < 6; ++i) ((float*)out[0].data)[i] = (float)i;
+  return 0;
+})";
+
+struct Exit {
+  bool signaled = false;
+  int code = 0;  // the exit code, or the signal number
+};
+
+class RunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    m_dir = fs::path(::testing::TempDir()) / ("ca-runner-test-" + std::to_string(getpid()) + "-" + name);
+    fs::remove_all(m_dir);
+    fs::create_directories(m_dir);
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(m_dir);
+  }
+
+  // Builds a candidate the way the real builder does for cpu (g++ -O2 -shared -fPIC) and returns its path.
+  std::string compile(const std::string& name, const char* source) {
+    fs::path cpp = m_dir / (name + ".cpp"), so = m_dir / (name + ".so");
+    EXPECT_TRUE(write_file_atomic(cpp.string(), source));
+    std::string command = "g++ -O2 -shared -fPIC -I" CA_SOURCE_DIR "/kernels/include -o '" + so.string() + "' '" + cpp.string() + "'";
+    EXPECT_EQ(std::system(command.c_str()), 0) << command;
+    return so.string();
+  }
+
+  RunRequest request(const std::string& library, std::vector<TensorSpec> tensors, std::vector<OutputSpec> outputs,
+                     const std::vector<uint64_t>& seeds) {
+    RunRequest r;
+    r.library = library;
+    r.tensors = std::move(tensors);
+    r.outputs = std::move(outputs);
+    for (size_t i = 0; i < seeds.size(); ++i) r.calls.push_back({seeds[i], "out-" + std::to_string(i) + ".bin", std::nullopt});
+    r.output_dir = (m_dir / "out").string();
+    return r;
+  }
+
+  // Runs ca-runner on `r` with core dumps off, so the crash test stays fast and leaves nothing behind.
+  Exit run(const RunRequest& r) {
+    std::string path = (m_dir / "request.json").string();
+    EXPECT_TRUE(write_file_atomic(path, to_json(r).dump()));
+    return run_on(path);
+  }
+  Exit run_on(const std::string& request_path) {
+    std::string stderr_path = (m_dir / "stderr.txt").string();
+    pid_t pid = fork();
+    if (pid == 0) {
+      rlimit no_core{0, 0};
+      setrlimit(RLIMIT_CORE, &no_core);
+      FILE* err = std::freopen(stderr_path.c_str(), "w", stderr);
+      (void)err;
+      execl(CA_BIN_DIR "/ca-runner", "ca-runner", request_path.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    m_stderr = read_file(stderr_path).value_or("");
+    if (WIFSIGNALED(status)) return {true, WTERMSIG(status)};
+    return {false, WEXITSTATUS(status)};
+  }
+
+  RunLog results() {
+    auto text = read_file((m_dir / "out" / k_results_file).string());
+    EXPECT_TRUE(text) << text.error();
+    auto log = parse_results(text.value_or(""));
+    EXPECT_TRUE(log) << log.error();
+    return log.value_or(RunLog{});
+  }
+
+  std::vector<uint8_t> output_file(size_t call) {
+    auto text = read_file((m_dir / "out" / ("out-" + std::to_string(call) + ".bin")).string());
+    EXPECT_TRUE(text) << text.error();
+    std::string bytes = text.value_or("");
+    return {bytes.begin(), bytes.end()};
+  }
+
+  fs::path m_dir;
+  std::string m_stderr;
+};
+
+TensorSpec float_tensor(std::string name, std::vector<int64_t> shape) { return {std::move(name), DType::float32, std::move(shape), {Dist::randn, 0, 1}}; }
+
+std::vector<float> as_floats(const std::vector<uint8_t>& bytes) {
+  std::vector<float> values(bytes.size() / 4);
+  std::memcpy(values.data(), bytes.data(), values.size() * 4);
+  return values;
+}
+
+TEST_F(RunnerTest, ReluOutputsEqualReluOfTheSharedInputsForEachSeed) {
+  TensorSpec x = {"x", DType::float32, {1000}, {Dist::rand, 0, 1}};
+  TensorSpec x_signed = {"x", DType::float32, {1000}, {Dist::uniform, -1, 1}};
+  auto r = request(compile("relu", k_relu), {x}, {{DType::float32, {1000}}}, {5, 6});
+  r.calls[1].tensors = std::vector<TensorSpec>{x_signed};  // a signed trial, where relu is not the identity
+  Exit exit = run(r);
+  ASSERT_FALSE(exit.signaled);
+  ASSERT_EQ(exit.code, 0) << m_stderr;
+  RunLog log = results();
+  EXPECT_TRUE(log.loaded);
+  ASSERT_EQ(log.calls.size(), 2u);
+  std::vector<float> previous;
+  for (size_t call = 0; call < 2; ++call) {
+    EXPECT_TRUE(log.calls[call].ok());
+    EXPECT_EQ(log.calls[call].seed, r.calls[call].seed);
+    EXPECT_GE(log.calls[call].wall_us, 0.0);
+    std::vector<float> input = as_floats(make_tensor_bytes(call == 0 ? x : x_signed, r.calls[call].seed, 0));
+    std::vector<float> output = as_floats(output_file(call));
+    ASSERT_EQ(output.size(), input.size());
+    for (size_t i = 0; i < input.size(); ++i) ASSERT_EQ(output[i], std::max(input[i], 0.0f)) << "call " << call << " element " << i;
+    EXPECT_NE(output, previous) << "seeds must give different inputs";
+    previous = output;
+  }
+  EXPECT_GT(std::count(previous.begin(), previous.end(), 0.0f), 100) << "the signed trial must clip negatives";
+}
+
+TEST_F(RunnerTest, BufferAddressesAreFreshEveryCall) {
+  // 4 MB buffers come from mmap, which readily hands a just-unmapped range back.
+  auto r = request(compile("recorder", k_pointer_recorder), {float_tensor("x", {1 << 20})}, {{DType::float32, {1 << 20}}}, {1, 2, 3, 4});
+  ASSERT_EQ(run(r).code, 0) << m_stderr;
+  RunLog log = results();
+  ASSERT_EQ(log.calls.size(), 4u);
+  for (const auto& call : log.calls) EXPECT_EQ(call.rc, 0) << "call " << call.call << " saw a pointer again";
+}
+
+TEST_F(RunnerTest, WritingAnInputFailsTheCall) {
+  auto r = request(compile("writer", k_writes_second_input), {float_tensor("a", {8}), float_tensor("b", {8})}, {{DType::float32, {8}}}, {1});
+  EXPECT_EQ(run(r).code, 1) << m_stderr;
+  RunLog log = results();
+  ASSERT_EQ(log.calls.size(), 1u);
+  EXPECT_EQ(log.calls[0].rc, 0);
+  EXPECT_TRUE(log.calls[0].inputs_changed);
+  EXPECT_EQ(log.calls[0].changed_inputs, std::vector<uint64_t>{1});
+  EXPECT_FALSE(log.calls[0].ok());
+}
+
+TEST_F(RunnerTest, NonZeroReturnIsReported) {
+  auto r = request(compile("returns3", k_returns_3), {float_tensor("x", {4})}, {{DType::float32, {4}}}, {1, 2});
+  EXPECT_EQ(run(r).code, 1) << m_stderr;
+  RunLog log = results();
+  ASSERT_EQ(log.calls.size(), 2u);
+  for (const auto& call : log.calls) {
+    EXPECT_EQ(call.rc, 3);
+    EXPECT_FALSE(call.inputs_changed);
+    EXPECT_FALSE(call.ok());
+  }
+}
+
+TEST_F(RunnerTest, UnwrittenOutputsStillHoldPoison) {
+  auto r = request(compile("lazy", k_writes_nothing), {float_tensor("x", {4})}, {{DType::float32, {10}}, {DType::int32, {5}}}, {1});
+  ASSERT_EQ(run(r).code, 0) << m_stderr;
+  std::vector<uint8_t> bytes = output_file(0);
+  ASSERT_EQ(bytes.size(), 10u * 4 + 5u * 4);
+  std::span<const uint8_t> floats(bytes.data(), 40), ints(bytes.data() + 40, 20);
+  EXPECT_EQ(count_poison(DType::float32, floats), 10u);
+  EXPECT_EQ(count_poison(DType::int32, ints), 5u);
+  for (float value : as_floats({bytes.begin(), bytes.begin() + 40})) EXPECT_TRUE(std::isnan(value));
+}
+
+TEST_F(RunnerTest, CrashKillsOnlyTheRunnerAndKeepsEarlierResults) {
+  auto r = request(compile("crash", k_crashes_second_call), {float_tensor("x", {4})}, {{DType::float32, {4}}}, {1, 2, 3});
+  Exit exit = run(r);
+  ASSERT_TRUE(exit.signaled) << "exit code " << exit.code << ": " << m_stderr;
+  EXPECT_EQ(exit.code, SIGSEGV);
+  RunLog log = results();
+  EXPECT_TRUE(log.loaded);
+  ASSERT_EQ(log.calls.size(), 1u);
+  EXPECT_EQ(log.calls[0].call, 0u);
+  EXPECT_TRUE(fs::exists(m_dir / "out" / "out-0.bin"));
+  EXPECT_FALSE(fs::exists(m_dir / "out" / "out-1.bin"));
+}
+
+TEST_F(RunnerTest, LibraryWithoutCaForwardFailsToLoad) {
+  auto r = request(compile("noentry", k_no_entry_point), {float_tensor("x", {4})}, {{DType::float32, {4}}}, {1});
+  EXPECT_EQ(run(r).code, 65) << m_stderr;
+  RunLog log = results();
+  EXPECT_FALSE(log.loaded);
+  EXPECT_NE(log.load_error.find("no symbol ca_forward"), std::string::npos) << log.load_error;
+  EXPECT_TRUE(log.calls.empty());
+
+  fs::remove_all(m_dir / "out");
+  r.library = (m_dir / "missing.so").string();
+  EXPECT_EQ(run(r).code, 65) << m_stderr;
+  EXPECT_NE(results().load_error.find("missing.so"), std::string::npos);
+}
+
+TEST_F(RunnerTest, ContextAndWorkspaceFollowTheAbi) {
+  auto r = request(compile("workspace", k_uses_workspace), {float_tensor("x", {4})}, {{DType::float32, {2, 3}}}, {1});
+  r.num_threads = 3;
+  ASSERT_EQ(run(r).code, 0) << m_stderr;
+  RunLog log = results();
+  ASSERT_EQ(log.calls.size(), 1u);
+  EXPECT_EQ(log.calls[0].rc, 0) << "see the return codes in k_uses_workspace";
+  EXPECT_EQ(as_floats(output_file(0)), (std::vector<float>{0, 1, 2, 3, 4, 5}));
+}
+
+TEST_F(RunnerTest, RequestProblemsAreReportedWithTheirExitCodes) {
+  auto r = request("unused.so", {float_tensor("x", {4})}, {{DType::float32, {4}}}, {1});
+  r.backend = Backend::cuda;
+  EXPECT_EQ(run(r).code, 64);
+  EXPECT_NE(m_stderr.find("cuda runner not built yet"), std::string::npos) << m_stderr;
+
+  EXPECT_EQ(run_on((m_dir / "absent.json").string()).code, 66);
+  EXPECT_NE(m_stderr.find("ca-runner: error:"), std::string::npos) << m_stderr;
+
+  std::string bad = (m_dir / "bad.json").string();
+  ASSERT_TRUE(write_file_atomic(bad, R"({"library":"a.so","backend":"cpu","tensors":[],"outputs":[],"calls":[],"output_dir":"o"})"));
+  EXPECT_EQ(run_on(bad).code, 64);
+  EXPECT_NE(m_stderr.find("request.outputs: expected at least one output"), std::string::npos) << m_stderr;
+}
+
+}  // namespace
+}  // namespace ca

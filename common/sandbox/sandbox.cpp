@@ -1,0 +1,461 @@
+// Runs commands under bubblewrap: the argument list, the resource limits, and
+// a parent that feeds stdin, collects output and enforces the wall clock.
+#include "sandbox/sandbox.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "util/signals.h"
+
+namespace ca {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr size_t k_max_output = size_t{32} << 20;  // per stream; the rest is read and dropped
+constexpr auto k_drain_grace = std::chrono::seconds(5);  // after exit or kill, for the pipes to close
+constexpr int k_max_depth = 256;                          // of a writable tree given to the sandbox user
+constexpr int k_status_fd = 3;                            // bwrap --json-status-fd in the child
+constexpr int k_exec_error_fd = 4;                        // the child reports a failed exec here
+// What programs need from /etc to start (the dynamic linker's cache, user
+// names, alternatives symlinks); the rest of /etc holds host secrets.
+const char* const k_etc_files[] = {"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
+                                   "/etc/passwd",      "/etc/group",      "/etc/nsswitch.conf", "/etc/localtime"};
+const char* const k_system_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
+
+void add(std::vector<std::string>& args, std::initializer_list<std::string> words) { args.insert(args.end(), words); }
+
+bool contains(const std::string& text, std::string_view needle) { return text.find(needle) != std::string::npos; }
+
+std::string find_on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (size_t start = 0; start <= dirs.size();) {
+    size_t end = std::min(dirs.find(':', start), dirs.size());
+    std::string candidate = dirs.substr(start, end - start) + "/" + name;
+    if (end > start && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return "";
+}
+
+// /dev/nvidia0, /dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-caps, /dev/dri.
+std::vector<std::string> gpu_devices() {
+  std::vector<std::string> devices;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/dev", ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.starts_with("nvidia") || name == "dri") devices.push_back(entry.path().string());
+  }
+  std::sort(devices.begin(), devices.end());
+  return devices;
+}
+
+// Gives a writable tree to k_sandbox_uid. Walks with openat(O_NOFOLLOW) and
+// fchownat(AT_SYMLINK_NOFOLLOW) so that a symlink the sandbox left there (or
+// swapped in for a directory) is never followed out of the tree.
+std::expected<void, std::string> chown_tree(int parent_fd, const char* name, const std::string& path, int depth) {
+  if (depth > k_max_depth) return std::unexpected(path + ": nested deeper than " + std::to_string(k_max_depth));
+  if (::fchownat(parent_fd, name, k_sandbox_uid, k_sandbox_uid, AT_SYMLINK_NOFOLLOW) != 0) {
+    return std::unexpected(path + ": cannot give it to the sandbox user: " + std::strerror(errno));
+  }
+  int fd = ::openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return {};  // a file or a symlink: nothing below it
+  DIR* dir = ::fdopendir(fd);
+  if (dir == nullptr) {
+    ::close(fd);
+    return std::unexpected(path + ": " + std::strerror(errno));
+  }
+  std::expected<void, std::string> result;
+  while (dirent* entry = ::readdir(dir)) {
+    if (std::strcmp(entry->d_name, ".") == 0 || std::strcmp(entry->d_name, "..") == 0) continue;
+    result = chown_tree(::dirfd(dir), entry->d_name, path + "/" + entry->d_name, depth + 1);
+    if (!result) break;
+  }
+  ::closedir(dir);
+  return result;
+}
+
+// Whether k_sandbox_uid may read `path` (and enter it, for a directory). Only
+// the mounted path's own mode matters: bwrap makes its parents.
+bool sandbox_user_can_read(const std::string& path) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0) return false;
+  int shift = info.st_uid == k_sandbox_uid ? 6 : info.st_gid == k_sandbox_uid ? 3 : 0;
+  unsigned bits = (info.st_mode >> shift) & 7u;
+  return (bits & 4u) != 0 && (!S_ISDIR(info.st_mode) || (bits & 1u) != 0);
+}
+
+// Absolute, symlink-free paths, so that each is mounted where the command sees it.
+std::expected<SandboxSpec, std::string> resolve(const SandboxSpec& spec) {
+  if (spec.argv.empty()) return std::unexpected("no command to run");
+  SandboxSpec resolved = spec;
+  std::vector<std::pair<std::string*, std::string_view>> paths = {{&resolved.workdir, "workdir"}};
+  for (auto& path : resolved.writable) paths.emplace_back(&path, "writable path");
+  for (auto& path : resolved.readable) paths.emplace_back(&path, "readable path");
+  for (auto [path, what] : paths) {
+    std::error_code ec;
+    fs::path real = fs::canonical(*path, ec);
+    if (ec) return std::unexpected(std::string(what) + " " + *path + ": " + ec.message());
+    *path = real.string();
+  }
+  return resolved;
+}
+
+class UniqueFd {
+ public:
+  explicit UniqueFd(int fd = -1) : m_fd(fd) {}
+  UniqueFd(UniqueFd&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)) {}
+  ~UniqueFd() { reset(); }
+  int get() const { return m_fd; }
+  void reset(int fd = -1) {
+    if (m_fd >= 0) ::close(m_fd);
+    m_fd = fd;
+  }
+
+ private:
+  int m_fd;
+};
+
+// A pipe whose ends sit at fd 10 or above, so that the child's dup2 onto 0-4
+// never overwrites one of them even when the harness runs with 0-2 closed.
+std::expected<std::pair<UniqueFd, UniqueFd>, std::string> make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return std::unexpected(std::string("pipe: ") + std::strerror(errno));
+  UniqueFd read_end(::fcntl(fds[0], F_DUPFD_CLOEXEC, 10)), write_end(::fcntl(fds[1], F_DUPFD_CLOEXEC, 10));
+  ::close(fds[0]);
+  ::close(fds[1]);
+  if (read_end.get() < 0 || write_end.get() < 0) return std::unexpected(std::string("pipe: ") + std::strerror(errno));
+  return std::pair{std::move(read_end), std::move(write_end)};
+}
+
+struct Limit {
+  int resource;
+  rlim_t soft, hard;
+};
+
+std::vector<Limit> rlimits(const SandboxSpec& spec) {
+  const SandboxLimits& limits = spec.limits;
+  auto cpu = static_cast<rlim_t>(std::max(1.0, std::ceil(limits.cpu_s)));
+  auto memory = static_cast<rlim_t>(limits.memory_bytes);
+  auto processes = static_cast<rlim_t>(std::max(1, limits.processes));
+  auto file = static_cast<rlim_t>(limits.file_bytes);
+  // The CUDA driver reserves far more address space than it uses, so a GPU
+  // run limits data segments (what malloc and cudaMallocHost grow) instead.
+  int memory_resource = spec.gpu ? RLIMIT_DATA : RLIMIT_AS;
+  // SIGXCPU at the soft limit, SIGKILL a second later for one that ignores it.
+  return {{RLIMIT_CPU, cpu, cpu + 1}, {memory_resource, memory, memory}, {RLIMIT_NPROC, processes, processes},
+          {RLIMIT_FSIZE, file, file}, {RLIMIT_CORE, 0, 0}};
+}
+
+struct Stream {
+  UniqueFd fd;
+  std::string* text;
+  bool truncated = false;
+};
+
+// Reads once (so that a flood cannot keep the caller from its clock);
+// returns false at end of file or on an error.
+bool drain(Stream& stream) {
+  char buffer[65536];
+  ssize_t n = ::read(stream.fd.get(), buffer, sizeof buffer);
+  if (n < 0) return errno == EAGAIN || errno == EINTR;
+  size_t room = k_max_output - std::min(k_max_output, stream.text->size());
+  stream.text->append(buffer, std::min(room, static_cast<size_t>(n)));
+  stream.truncated = stream.truncated || static_cast<size_t>(n) > room;
+  return n > 0;
+}
+
+// What most likely ended a failed command, from its signal and what it said.
+std::string limit_hit(const SandboxResult& result, const SandboxLimits& limits, double cpu_used, bool truncated) {
+  if (result.exit_code == 0 && !result.timed_out) return truncated ? "output" : "";
+  if (result.signal == SIGXCPU || (result.signal == SIGKILL && !result.timed_out && cpu_used >= limits.cpu_s)) return "cpu";
+  if (result.signal == SIGXFSZ || contains(result.err, "File too large")) return "file size";
+  for (std::string_view sign : {"MemoryError", "bad_alloc", "Cannot allocate memory", "out of memory", "memory exhausted"}) {
+    if (contains(result.err, sign)) return "memory";
+  }
+  if (contains(result.err, "Resource temporarily unavailable")) return "processes";  // EAGAIN from fork or clone
+  if (result.timed_out) return "wall";
+  return truncated ? "output" : "";
+}
+
+struct Child {
+  pid_t pid = -1;
+  int wait_status = 0;
+  rusage usage{};
+  bool reaped = false;
+};
+
+// Forks and execs bwrap with the limits set; fails when exec fails.
+std::expected<Child, std::string> start(const std::vector<std::string>& args, const SandboxSpec& spec, int stdin_fd,
+                                        int out_fd, int err_fd, int status_fd) {
+  auto exec_error = make_pipe();
+  if (!exec_error) return std::unexpected(exec_error.error());
+  std::vector<char*> argv;
+  for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  std::vector<Limit> limits = rlimits(spec);
+  sigset_t no_signals;
+  sigemptyset(&no_signals);
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) return std::unexpected(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    // Only async-signal-safe calls from here to exec.
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a harness killed outright takes bwrap, and so the sandbox, with it
+    if (::getppid() != parent) ::_exit(127);
+    ::dup2(stdin_fd, 0);
+    ::dup2(out_fd, 1);
+    ::dup2(err_fd, 2);
+    ::dup2(status_fd, k_status_fd);
+    ::dup2(exec_error->second.get(), k_exec_error_fd);
+    ::fcntl(k_exec_error_fd, F_SETFD, FD_CLOEXEC);
+    ::close_range(k_exec_error_fd + 1, ~0U, 0);
+    for (const Limit& limit : limits) {
+      rlimit value{limit.soft, limit.hard};
+      ::setrlimit(limit.resource, &value);
+    }
+    // The harness may ignore SIGPIPE or block signals; the command should not inherit that.
+    struct sigaction default_action {};
+    default_action.sa_handler = SIG_DFL;
+    ::sigaction(SIGPIPE, &default_action, nullptr);
+    ::sigprocmask(SIG_SETMASK, &no_signals, nullptr);
+    ::execv(argv[0], argv.data());
+    int error = errno;
+    ssize_t ignored = ::write(k_exec_error_fd, &error, sizeof error);
+    (void)ignored;
+    ::_exit(127);
+  }
+  exec_error->second.reset();
+  int error = 0;
+  ssize_t n;
+  while ((n = ::read(exec_error->first.get(), &error, sizeof error)) < 0 && errno == EINTR) {
+  }
+  if (n == static_cast<ssize_t>(sizeof error)) {
+    ::waitpid(pid, nullptr, 0);
+    return std::unexpected("cannot run " + args[0] + ": " + std::strerror(error));
+  }
+  return Child{.pid = pid};
+}
+
+void kill_sandbox(const Child& child) {
+  // bwrap's own children are in its process group; everything in the sandbox's
+  // PID namespace dies with bwrap (--die-with-parent and the namespace's init).
+  ::kill(-child.pid, SIGKILL);
+  ::kill(child.pid, SIGKILL);
+}
+
+// Feeds stdin, collects output and status until bwrap is gone, killing it at
+// the wall-clock limit or on an interrupt.
+std::expected<SandboxResult, std::string> supervise(Child& child, const SandboxSpec& spec, UniqueFd stdin_fd,
+                                                    Stream& out, Stream& err, Stream& status) {
+  SandboxResult result;
+  for (int fd : {stdin_fd.get(), out.fd.get(), err.fd.get(), status.fd.get()}) {
+    if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  }
+  size_t written = 0;
+  bool was_interrupted = false;
+  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.limits.wall_s));
+  std::optional<Clock::time_point> give_up;
+  Stream* streams[] = {&out, &err, &status};
+  for (;;) {
+    if (!child.reaped && ::wait4(child.pid, &child.wait_status, WNOHANG, &child.usage) == child.pid) {
+      child.reaped = true;
+      give_up = Clock::now() + k_drain_grace;
+    }
+    bool open = std::any_of(std::begin(streams), std::end(streams), [](Stream* s) { return s->fd.get() >= 0; });
+    if (child.reaped && !open) break;
+    if (give_up && Clock::now() > *give_up) break;
+    bool stop = !result.timed_out && Clock::now() >= deadline;
+    if (interrupted() && !was_interrupted) stop = was_interrupted = true;
+    if (stop && !give_up) {
+      kill_sandbox(child);
+      result.timed_out = !was_interrupted;
+      give_up = Clock::now() + k_drain_grace;
+    }
+    std::vector<pollfd> fds;
+    for (Stream* s : streams) fds.push_back({s->fd.get(), POLLIN, 0});
+    fds.push_back({stdin_fd.get(), POLLOUT, 0});
+    ::poll(fds.data(), fds.size(), 20);
+    for (size_t i = 0; i < 3; ++i) {
+      if (fds[i].fd >= 0 && fds[i].revents != 0 && !drain(*streams[i])) streams[i]->fd.reset();
+    }
+    if (stdin_fd.get() >= 0 && fds[3].revents != 0) {
+      ssize_t n = ::write(stdin_fd.get(), spec.stdin_data.data() + written, spec.stdin_data.size() - written);
+      if (n > 0) written += static_cast<size_t>(n);
+      if ((n < 0 && errno != EAGAIN && errno != EINTR) || written == spec.stdin_data.size()) stdin_fd.reset();
+    }
+  }
+  if (!child.reaped) {
+    kill_sandbox(child);
+    ::wait4(child.pid, &child.wait_status, 0, &child.usage);
+  }
+  if (was_interrupted) return std::unexpected("interrupted");
+  return result;
+}
+
+}  // namespace
+
+std::vector<std::string> bwrap_arguments(const SandboxSpec& spec, HostUser host_user, const std::string& setpriv) {
+  std::vector<std::string> args;
+  if (host_user == HostUser::root) {
+    // No user namespace: bwrap mounts as root; setpriv needs these three
+    // capabilities to drop to k_sandbox_uid, then drops them all.
+    add(args, {"--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try", "--cap-drop",
+               "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"});
+  } else {
+    add(args, {"--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"});
+  }
+  add(args, {"--die-with-parent", "--new-session"});
+  std::error_code ec;
+  for (const char* dir : k_system_dirs) {
+    if (fs::is_symlink(dir, ec)) {
+      add(args, {"--symlink", fs::read_symlink(dir, ec).string(), dir});
+    } else if (fs::is_directory(dir, ec)) {
+      add(args, {"--ro-bind", dir, dir});
+    }
+  }
+  for (const char* file : k_etc_files) add(args, {"--ro-bind-try", file, file});
+  // /usr/local/cuda usually lies under /usr already; a toolkit linked from elsewhere is bound where it really is.
+  fs::path cuda = fs::canonical("/usr/local/cuda", ec);
+  if (!ec && !cuda.string().starts_with("/usr/")) add(args, {"--ro-bind", cuda.string(), cuda.string()});
+  // /tmp is the sandbox's own, sized so that files there cannot fill the host's memory.
+  int64_t tmp_bytes = std::max<int64_t>(spec.limits.file_bytes, int64_t{64} << 20) * 4;
+  add(args, {"--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--size", std::to_string(tmp_bytes), "--tmpfs", "/tmp"});
+  if (spec.gpu) {
+    for (const auto& device : gpu_devices()) add(args, {"--dev-bind", device, device});
+    add(args, {"--ro-bind-try", "/sys", "/sys"});  // the CUDA driver reads PCI and NUMA topology there
+  }
+  // bwrap makes the missing parents of a mount point mode 0700, which the
+  // unprivileged sandbox user could not enter; make them 0755 first.
+  std::set<std::string> made = {"/", "/tmp", "/dev", "/proc", "/usr", "/etc"};
+  auto add_parents = [&](const std::string& target) {
+    std::vector<std::string> chain;
+    for (fs::path p = fs::path(target).parent_path(); p.has_relative_path(); p = p.parent_path()) chain.push_back(p.string());
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      if (it->starts_with("/usr/") || !made.insert(*it).second) continue;
+      add(args, {"--perms", "0755", "--dir", *it});
+    }
+  };
+  add_parents(spec.workdir);
+  for (const auto& path : spec.readable) add_parents(path);
+  // Read-only first, so that writable paths inside the workdir are mounted over it.
+  add(args, {"--ro-bind", spec.workdir, spec.workdir});
+  for (const auto& path : spec.readable) add(args, {"--ro-bind", path, path});
+  for (const auto& path : spec.writable) add(args, {"--bind", path, path});
+  add(args, {"--chdir", spec.workdir, "--clearenv"});
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  if (fs::is_directory("/usr/local/cuda/bin", ec)) path += ":/usr/local/cuda/bin";
+  add(args, {"--setenv", "PATH", path, "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8"});
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (spec.gpu && visible != nullptr) add(args, {"--setenv", "CUDA_VISIBLE_DEVICES", visible});
+  args.push_back("--");
+  if (host_user == HostUser::root) {
+    std::string uid = std::to_string(k_sandbox_uid);
+    add(args, {setpriv, "--reuid", uid, "--regid", uid, "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--"});
+  }
+  args.insert(args.end(), spec.argv.begin(), spec.argv.end());
+  return args;
+}
+
+std::expected<SandboxResult, std::string> run_sandboxed(const SandboxSpec& given) {
+  auto spec = resolve(given);
+  if (!spec) return std::unexpected(spec.error());
+  std::string bwrap = find_on_path("bwrap");
+  if (bwrap.empty()) return std::unexpected("bwrap not found on PATH (install bubblewrap)");
+  HostUser host_user = ::geteuid() == 0 ? HostUser::root : HostUser::regular;
+  std::string setpriv;
+  if (host_user == HostUser::root) {
+    setpriv = find_on_path("setpriv");
+    if (setpriv.empty()) return std::unexpected("setpriv not found on PATH (install util-linux); root needs it to drop privileges");
+    for (const auto& path : spec->writable) {
+      if (auto given_away = chown_tree(AT_FDCWD, path.c_str(), path, 0); !given_away) return std::unexpected(given_away.error());
+    }
+    std::vector<std::string> to_read = spec->readable;
+    to_read.push_back(spec->workdir);
+    for (const auto& path : to_read) {
+      if (!sandbox_user_can_read(path)) {
+        return std::unexpected(path + ": the sandbox user (uid " + std::to_string(k_sandbox_uid) +
+                               ") cannot read it; make it world-readable (chmod o+rX)");
+      }
+    }
+  }
+  std::vector<std::string> args = {bwrap, "--json-status-fd", std::to_string(k_status_fd)};
+  for (auto& arg : bwrap_arguments(*spec, host_user, setpriv)) args.push_back(std::move(arg));
+
+  auto out_pipe = make_pipe(), err_pipe = make_pipe(), status_pipe = make_pipe(), in_pipe = make_pipe();
+  for (auto* p : {&out_pipe, &err_pipe, &status_pipe, &in_pipe}) {
+    if (!*p) return std::unexpected(p->error());
+  }
+  UniqueFd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  bool feed = !spec->stdin_data.empty();
+  // Writing to a sandbox that closed its stdin must not kill the harness.
+  sigset_t pipe_signal, old_mask;
+  sigemptyset(&pipe_signal);
+  sigaddset(&pipe_signal, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipe_signal, &old_mask);
+  auto child = start(args, *spec, feed ? in_pipe->first.get() : null_fd.get(), out_pipe->second.get(), err_pipe->second.get(),
+                     status_pipe->second.get());
+  in_pipe->first.reset();
+  out_pipe->second.reset();
+  err_pipe->second.reset();
+  status_pipe->second.reset();
+  if (!feed) in_pipe->second.reset();
+  std::string status_text;
+  SandboxResult result;
+  Stream out{std::move(out_pipe->first), &result.out}, err{std::move(err_pipe->first), &result.err};
+  Stream status{std::move(status_pipe->first), &status_text};
+  auto supervised = child ? supervise(*child, *spec, std::move(in_pipe->second), out, err, status)
+                          : std::expected<SandboxResult, std::string>(std::unexpected(child.error()));
+  timespec no_wait{};
+  while (::sigtimedwait(&pipe_signal, nullptr, &no_wait) > 0) {
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  if (!supervised) return std::unexpected(supervised.error());
+  result.timed_out = supervised->timed_out;
+
+  // bwrap writes {"exit-code": N} only for a command it started; N is 128+S
+  // when signal S ended the command.
+  size_t at = status_text.rfind("\"exit-code\":");
+  int wait_status = child->wait_status;
+  if (at != std::string::npos) {
+    result.exit_code = std::atoi(status_text.c_str() + at + 12);
+  } else if (result.timed_out) {
+    result.exit_code = 128 + SIGKILL;
+  } else if (WIFSIGNALED(wait_status)) {
+    result.exit_code = 128 + WTERMSIG(wait_status);
+  } else if (contains(result.err, "bwrap: execvp")) {
+    result.exit_code = 127;  // no such command: the command's failure, as in a shell
+  } else {
+    std::string message = result.err.substr(0, result.err.find('\n'));
+    return std::unexpected("sandbox setup failed: " + (message.empty() ? "bwrap exited without starting the command" : message));
+  }
+  if (result.exit_code > 128 && result.exit_code < 128 + 65) result.signal = result.exit_code - 128;
+  const rusage& usage = child->usage;
+  double cpu_used = double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + 1e-6 * double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+  result.limit_hit = limit_hit(result, spec->limits, cpu_used, out.truncated || err.truncated);
+  return result;
+}
+
+}  // namespace ca

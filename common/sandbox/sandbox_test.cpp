@@ -1,0 +1,229 @@
+// Tests that sandboxed commands run, see only what they are given, and end at their limits.
+#include "sandbox/sandbox.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace ca {
+namespace {
+
+namespace fs = std::filesystem;
+
+class SandboxTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/ca-sandbox-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    m_root = pattern;
+    fs::permissions(m_root, fs::perms(0755));  // as create_workspace makes it: the sandbox user reads it
+    fs::create_directories(m_root / "kernels");
+    std::ofstream(m_root / "model.py") << "reference\n";
+  }
+  void TearDown() override { fs::remove_all(m_root); }
+
+  SandboxSpec spec(std::string script) const {
+    SandboxSpec spec;
+    spec.argv = {"bash", "-c", std::move(script)};
+    spec.workdir = m_root.string();
+    spec.writable = {(m_root / "kernels").string()};
+    spec.limits.wall_s = 20;
+    return spec;
+  }
+  SandboxResult run(const SandboxSpec& spec) const {
+    auto result = run_sandboxed(spec);
+    EXPECT_TRUE(result) << (result ? "" : result.error());
+    return result.value_or(SandboxResult{});
+  }
+
+  fs::path m_root;
+};
+
+bool has_python() { return ::access("/usr/bin/python3", X_OK) == 0; }
+
+TEST_F(SandboxTest, CapturesOutputAndExitCode) {
+  SandboxResult result = run(spec("echo hello; echo oops >&2; exit 3"));
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_EQ(result.out, "hello\n");
+  EXPECT_EQ(result.err, "oops\n");
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.limit_hit, "");
+}
+
+TEST_F(SandboxTest, FeedsStdinAndRunsInWorkdir) {
+  SandboxSpec s = spec("cat; pwd; cat model.py");
+  s.stdin_data = "from stdin\n";
+  SandboxResult result = run(s);
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(result.out, "from stdin\n" + fs::canonical(m_root).string() + "\nreference\n");
+}
+
+TEST_F(SandboxTest, OnlyWritablePathsCanBeWritten) {
+  SandboxResult result = run(spec("echo k > kernels/x.cu && echo ok; echo bad > model.py; touch new.txt; touch /x; echo t > /tmp/t && cat /tmp/t"));
+  EXPECT_EQ(result.out, "ok\nt\n");
+  EXPECT_TRUE(fs::exists(m_root / "kernels" / "x.cu"));
+  EXPECT_FALSE(fs::exists(m_root / "new.txt"));
+  std::ifstream model(m_root / "model.py");
+  std::string line;
+  std::getline(model, line);
+  EXPECT_EQ(line, "reference");
+}
+
+TEST_F(SandboxTest, HostFilesOutsideTheMountsAreInvisible) {
+  std::string source = CA_SOURCE_DIR;
+  SandboxResult result = run(spec("cat " + source + "/CMakeLists.txt >/dev/null && echo source; ls /root >/dev/null 2>&1 && echo root;"
+                                  "ls /etc/shadow >/dev/null 2>&1 && echo shadow; ls / | tr '\\n' ' '"));
+  EXPECT_EQ(result.out.find("source"), std::string::npos) << result.out;
+  EXPECT_EQ(result.out.find("root"), std::string::npos) << result.out;
+  EXPECT_EQ(result.out.find("shadow"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("usr"), std::string::npos) << result.out;
+}
+
+TEST_F(SandboxTest, HasNoNetworkButLoopback) {
+  SandboxResult result = run(spec("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; exec 3<>/dev/tcp/1.1.1.1/80 && echo connected"));
+  EXPECT_EQ(result.out, "lo\n");
+}
+
+TEST_F(SandboxTest, EnvironmentIsScrubbed) {
+  ::setenv("CA_SANDBOX_TEST_SECRET", "leak", 1);
+  SandboxResult result = run(spec("env | sort"));
+  ::unsetenv("CA_SANDBOX_TEST_SECRET");
+  EXPECT_EQ(result.out.find("leak"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("HOME=/tmp\n"), std::string::npos) << result.out;
+}
+
+TEST_F(SandboxTest, NoGpuDevicesUnlessAsked) {
+  SandboxResult result = run(spec("ls /dev"));
+  EXPECT_EQ(result.out.find("nvidia"), std::string::npos);
+  SandboxSpec s = spec("true");
+  auto args = bwrap_arguments(s, HostUser::regular);
+  EXPECT_EQ(std::count(args.begin(), args.end(), "--dev-bind"), 0);
+  EXPECT_EQ(std::count(args.begin(), args.end(), "/sys"), 0);
+  s.gpu = true;
+  args = bwrap_arguments(s, HostUser::regular);
+  EXPECT_EQ(std::count(args.begin(), args.end(), "/sys"), 2);
+}
+
+TEST_F(SandboxTest, RootDropsToTheSandboxUser) {
+  auto args = bwrap_arguments(spec("id -u"), HostUser::root, "/usr/bin/setpriv");
+  auto command = std::find(args.begin(), args.end(), "--");
+  ASSERT_NE(command, args.end());
+  EXPECT_EQ(*(command + 1), "/usr/bin/setpriv");
+  EXPECT_EQ(std::count(args.begin(), args.end(), "--unshare-net"), 1);
+  if (::geteuid() != 0) GTEST_SKIP() << "not root";
+  SandboxResult result = run(spec("id -u"));
+  EXPECT_EQ(result.out, std::to_string(k_sandbox_uid) + "\n");
+}
+
+TEST_F(SandboxTest, WallLimitKillsTheCommand) {
+  SandboxSpec s = spec("sleep 60 & sleep 60");
+  s.limits.wall_s = 1;
+  auto start = std::chrono::steady_clock::now();
+  SandboxResult result = run(s);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_TRUE(result.timed_out);
+  EXPECT_EQ(result.limit_hit, "wall");
+  EXPECT_NE(result.exit_code, 0);
+}
+
+TEST_F(SandboxTest, AFloodOfOutputIsCappedAndTheClockStillRuns) {
+  SandboxSpec s = spec("yes");
+  s.limits.wall_s = 2;
+  auto start = std::chrono::steady_clock::now();
+  SandboxResult result = run(s);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(12));
+  EXPECT_TRUE(result.timed_out);
+  EXPECT_LE(result.out.size(), size_t{32} << 20);
+  EXPECT_TRUE(result.out.starts_with("y\ny\n"));
+}
+
+TEST_F(SandboxTest, CpuLimitEndsABusyLoop) {
+  SandboxSpec s = spec("while :; do :; done");
+  s.limits.cpu_s = 1;
+  SandboxResult result = run(s);
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_EQ(result.signal, SIGXCPU);
+  EXPECT_EQ(result.limit_hit, "cpu");
+}
+
+TEST_F(SandboxTest, FileSizeLimitStopsABigFile) {
+  SandboxSpec s = spec("head -c 3000000 /dev/zero > kernels/big");
+  s.limits.file_bytes = 1 << 20;
+  SandboxResult result = run(s);
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_EQ(result.limit_hit, "file size");
+  EXPECT_LE(fs::file_size(m_root / "kernels" / "big"), uintmax_t{1} << 20);
+}
+
+TEST_F(SandboxTest, MemoryLimitStopsAnAllocation) {
+  if (!has_python()) GTEST_SKIP() << "no python3";
+  SandboxSpec s = spec("python3 -c 'x = bytearray(1 << 30)'");
+  s.limits.memory_bytes = 256 << 20;
+  SandboxResult result = run(s);
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_EQ(result.limit_hit, "memory") << result.err;
+}
+
+TEST_F(SandboxTest, ProcessLimitBoundsForks) {
+  if (!has_python()) GTEST_SKIP() << "no python3";
+  SandboxSpec s = spec(R"(python3 -c '
+import os, time
+n = 0
+try:
+    for _ in range(100):
+        if os.fork() == 0:
+            time.sleep(3)
+            os._exit(0)
+        n += 1
+finally:
+    print(n)
+')");
+  s.limits.processes = 16;
+  SandboxResult result = run(s);
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_EQ(result.limit_hit, "processes") << result.err;
+  EXPECT_LT(std::stoi(result.out.empty() ? "999" : result.out), 16) << result.out;
+}
+
+TEST_F(SandboxTest, AMissingCommandExits127) {
+  SandboxSpec s = spec("");
+  s.argv = {"no-such-command-here"};
+  SandboxResult result = run(s);
+  EXPECT_EQ(result.exit_code, 127);
+}
+
+TEST_F(SandboxTest, SignalsAreReported) {
+  SandboxResult result = run(spec("kill -TERM $$"));
+  EXPECT_EQ(result.signal, SIGTERM);
+  EXPECT_EQ(result.exit_code, 128 + SIGTERM);
+}
+
+TEST_F(SandboxTest, RootNeedsAWorkdirTheSandboxUserCanRead) {
+  if (::geteuid() != 0) GTEST_SKIP() << "not root";
+  fs::permissions(m_root, fs::perms(0700));
+  auto result = run_sandboxed(spec("true"));
+  ASSERT_FALSE(result);
+  EXPECT_NE(result.error().find("cannot read it"), std::string::npos) << result.error();
+}
+
+TEST_F(SandboxTest, MissingPathsAreHarnessErrors) {
+  SandboxSpec s = spec("true");
+  s.workdir = (m_root / "missing").string();
+  auto result = run_sandboxed(s);
+  ASSERT_FALSE(result);
+  EXPECT_NE(result.error().find("workdir"), std::string::npos) << result.error();
+  s = spec("true");
+  s.readable = {"/no/such/path"};
+  result = run_sandboxed(s);
+  ASSERT_FALSE(result);
+  EXPECT_NE(result.error().find("/no/such/path"), std::string::npos) << result.error();
+}
+
+}  // namespace
+}  // namespace ca
