@@ -268,20 +268,21 @@ std::expected<Json, std::string> verify_candidate(const Json& task, const Json& 
 
 std::string agent_report(const Json& verify) {
   std::string report;
-  auto line = [&](bool ok, const std::string& text) { report += std::string(ok ? "[PASS] " : "[FAIL] ") + text + "\n"; };
+  bool ok = verify.value("ok", false);
+  std::string failed_stage = verify.value("stage", "");
   const Json& checks = verify["checks"];
-  for (const char* step : {"static", "compile", "load", "run", "compare"}) {
-    if (!checks.contains(step)) continue;
-    bool ok = checks[step].get<bool>();
-    if (std::string(step) == "compare" && ok) {
-      line(true, "compare: " + std::to_string(verify["trials"].size()) + " trials within atol " +
-                     verify["tolerance"]["atol"].dump() + ", rtol " + verify["tolerance"]["rtol"].dump());
-      continue;
+  for (std::string step : {"static", "compile", "load", "run", "timeout", "compare"}) {
+    if (!ok && step == failed_stage) {
+      report += "[FAIL] " + step + ": " + verify.value("message", "") + "\n";
+      break;
     }
-    line(ok, std::string(step) + (ok || verify["stage"] != step ? "" : ": " + verify["message"].get<std::string>()));
-  }
-  if (!verify["ok"].get<bool>() && (verify["stage"] == "timeout" || verify["stage"] == "compare")) {
-    line(false, verify["stage"].get<std::string>() + ": " + verify["message"].get<std::string>());
+    if (!checks.contains(step) || !checks[step].get<bool>()) continue;
+    report += "[PASS] " + step;
+    if (step == "compare") {
+      report += ": " + std::to_string(verify["trials"].size()) + " trials within atol " + verify["tolerance"]["atol"].dump() +
+                ", rtol " + verify["tolerance"]["rtol"].dump();
+    }
+    report += "\n";
   }
   return report;
 }
