@@ -262,13 +262,15 @@ Json to_json(const RunRequest& request) {
 }
 
 Json to_json(const CallReport& result) {
-  return {{"call", result.call},
-          {"seed", result.seed},
-          {"rc", result.rc},
-          {"inputs_changed", result.inputs_changed},
-          {"changed_inputs", result.changed_inputs},
-          {"wall_us", result.wall_us},
-          {"ok", result.ok()}};
+  Json json = {{"call", result.call},
+               {"seed", result.seed},
+               {"rc", result.rc},
+               {"inputs_changed", result.inputs_changed},
+               {"changed_inputs", result.changed_inputs},
+               {"wall_us", result.wall_us}};
+  if (!result.cuda_error.empty()) json["cuda_error"] = result.cuda_error;
+  json["ok"] = result.ok();
+  return json;
 }
 
 Json loaded_event() { return {{"event", "loaded"}}; }
@@ -305,6 +307,12 @@ std::expected<CallReport, std::string> parse_call_result(const Json& json, std::
   auto wall_value = as_number(**wall, field_path(where, "wall_us"));
   if (!wall_value) return Error(wall_value.error());
   result.wall_us = *wall_value;
+  if (auto error = json.find("cuda_error"); error != json.end()) {
+    auto text = as_string(*error, field_path(where, "cuda_error"));
+    if (!text) return Error(text.error());
+    // An empty string would read as "no error" and turn a failed call into a passing one.
+    result.cuda_error = text->empty() ? "unknown CUDA error" : std::move(*text);
+  }
   return result;
 }
 

@@ -105,8 +105,8 @@ TEST(ProtocolTest, InvalidJsonGivesItsPosition) {
 }
 
 TEST(ProtocolTest, ResultsParseEventsAndCallsAndIgnoreACutOffLine) {
-  CallReport first{0, 5, 0, false, {}, 12.5};
-  CallReport second{1, 6, 3, true, {1}, 7.0};
+  CallReport first{0, 5, 0, false, {}, 12.5, ""};
+  CallReport second{1, 6, 3, true, {1}, 7.0, ""};
   std::string text = loaded_event().dump() + "\n" + to_json(first).dump() + "\n" + to_json(second).dump() + "\n" +
                      R"({"call":2,"seed":9,"rc":0,"inp)";
   auto log = parse_results(text);
@@ -129,6 +129,30 @@ TEST(ProtocolTest, ResultsParseEventsAndCallsAndIgnoreACutOffLine) {
   auto bad = parse_results(loaded_event().dump() + "\n" + R"({"call":0,"seed":1,"inputs_changed":false,"wall_us":1})" + "\n");
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error(), "results.jsonl:2: rc: missing field");
+}
+
+TEST(ProtocolTest, CudaErrorIsWrittenOnlyWhenThereIsOneAndFailsTheCall) {
+  CallReport clean{0, 5, 0, false, {}, 1.0, ""};
+  EXPECT_FALSE(to_json(clean).contains("cuda_error"));
+  CallReport broken{1, 6, 0, false, {}, 2.0, "cudaErrorIllegalAddress: an illegal memory access was encountered"};
+  Json json = to_json(broken);
+  EXPECT_EQ(json["cuda_error"], broken.cuda_error);
+  EXPECT_EQ(json["ok"], false);
+
+  auto log = parse_results(to_json(clean).dump() + "\n" + json.dump() + "\n");
+  ASSERT_TRUE(log) << log.error();
+  ASSERT_EQ(log->calls.size(), 2u);
+  EXPECT_TRUE(log->calls[0].ok());
+  EXPECT_EQ(log->calls[1].cuda_error, broken.cuda_error);
+  EXPECT_FALSE(log->calls[1].ok());
+
+  // An empty cuda_error must not read as "no error".
+  auto empty = parse_results(R"({"call":0,"seed":1,"rc":0,"inputs_changed":false,"wall_us":1,"cuda_error":""})" "\n");
+  ASSERT_TRUE(empty) << empty.error();
+  EXPECT_FALSE(empty->calls[0].ok());
+  auto bad = parse_results(R"({"call":0,"seed":1,"rc":0,"inputs_changed":false,"wall_us":1,"cuda_error":3})" "\n");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error(), "results.jsonl:1: cuda_error: expected a string, got number");
 }
 
 TEST(ProtocolTest, PoisonIsQuietNanForFloatsAndA5ForIntegers) {

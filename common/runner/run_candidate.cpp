@@ -1,10 +1,10 @@
-// The cpu runner loop (see run_candidate.h). Nothing here trusts the candidate: it gets fresh buffers every call,
-// its outputs start as poison, its inputs are hashed around the call, and every result is on disk before the next call.
+// The runner loop of both backends (see run_candidate.h; the buffers are a Device's, device.h). Nothing here trusts
+// the candidate: it gets fresh buffers every call, its outputs start as poison, its inputs are hashed around the
+// call, and every result is on disk before the next call.
 #include "runner/run_candidate.h"
 
 #include <dlfcn.h>
 
-#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cstdlib>
@@ -12,10 +12,10 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
-#include <unordered_set>
 
 #include "ca_kernel.h"
 #include "ir/tensor_init.h"
+#include "runner/device.h"
 #include "util/atomic_file.h"
 #include "util/signals.h"
 
@@ -29,66 +29,22 @@ static_assert(int(DType::float32) == CA_FLOAT32 && int(DType::bfloat16) == CA_BF
 using Error = std::unexpected<RunError>;
 using ForwardFn = int (*)(ca_context*, const ca_tensor*, int, ca_tensor*, int);
 
-// 64 bytes, as ATen's CPU allocator gives, so vectorized candidates may use aligned loads.
-constexpr size_t k_alignment = 64;
-// Past this a request is a bug or an attack on the runner, not a tensor.
-constexpr size_t k_max_bytes = size_t(1) << 46;
-constexpr int k_fresh_attempts = 16;
-
-struct FreeDeleter {
-  void operator()(uint8_t* data) const { std::free(data); }
-};
-
-struct Block {
-  std::unique_ptr<uint8_t, FreeDeleter> data;
-  size_t size = 0;  // bytes the tensor uses; the allocation is rounded up to k_alignment
-  std::span<uint8_t> bytes() const { return {data.get(), size}; }
-};
-
-uint8_t* allocate_aligned(size_t bytes) {
-  if (bytes > k_max_bytes) return nullptr;
-  size_t rounded = std::max(k_alignment, (bytes + k_alignment - 1) / k_alignment * k_alignment);
-  return static_cast<uint8_t*>(std::aligned_alloc(k_alignment, rounded));
-}
-
-// Hands out blocks at addresses no earlier call was given, so a candidate cannot key a cache on pointers
-// (EXPLOITS C5): malloc and mmap happily return a just-freed address, so a reused one is held while asking again.
-class FreshBuffers {
- public:
-  std::expected<Block, RunError> take(size_t bytes, const std::string& what) {
-    std::vector<Block> held;
-    for (int attempt = 0; attempt < k_fresh_attempts; ++attempt) {
-      Block block{std::unique_ptr<uint8_t, FreeDeleter>(allocate_aligned(bytes)), bytes};
-      if (!block.data) return Error({RunFailure::io_error, "cannot allocate " + std::to_string(bytes) + " bytes for " + what});
-      if (m_seen.insert(reinterpret_cast<uintptr_t>(block.data.get())).second) return block;
-      held.push_back(std::move(block));
-    }
-    return Error({RunFailure::io_error, "no fresh address for " + what + " after " + std::to_string(k_fresh_attempts) + " tries"});
-  }
-
- private:
-  std::unordered_set<uintptr_t> m_seen;
-};
-
 // Scratch handed out through ctx->workspace during one call. The C callback has no closure, and ctx->harness is
-// writable by the candidate, so the callback finds the current call's workspace here instead.
+// writable by the candidate, so the callback finds the current call's device here instead.
 struct Workspace {
   std::mutex mutex;
-  bool open = false;  // only while ca_forward runs; a straggling thread asking later gets NULL
-  std::vector<Block> blocks;
+  Device* device = nullptr;  // only while ca_forward runs; a straggling thread asking later gets NULL
 };
 Workspace g_workspace;
 
 void* workspace_callback(ca_context*, size_t bytes) {
   std::lock_guard lock(g_workspace.mutex);
-  if (!g_workspace.open) return nullptr;
-  uint8_t* data = allocate_aligned(bytes);
-  if (data == nullptr) return nullptr;
-  // 0xFF bytes are a NaN in every float dtype, so scratch never holds a plausible stale value (EXPLOITS B1). The
-  // poisoning is counted in wall_us: subtracting it would let other threads work for free meanwhile.
-  std::memset(data, 0xFF, std::max(k_alignment, bytes));
-  g_workspace.blocks.push_back({std::unique_ptr<uint8_t, FreeDeleter>(data), bytes});
-  return data;
+  return g_workspace.device != nullptr ? g_workspace.device->scratch(bytes) : nullptr;
+}
+
+void open_workspace(Device* device) {
+  std::lock_guard lock(g_workspace.mutex);
+  g_workspace.device = device;
 }
 
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
@@ -105,16 +61,22 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
 // through the const pointers, and the next call must not see that.
 struct TensorViews {
   std::vector<std::vector<int64_t>> shapes, strides;
+  std::vector<void*> data;
+  std::vector<size_t> bytes;
+  std::vector<DType> dtypes;
   std::vector<ca_tensor> tensors;
 
-  void add(const std::vector<int64_t>& shape) {
+  void add(const std::vector<int64_t>& shape, DType dtype, void* buffer, size_t size) {
     shapes.push_back(shape);
     strides.push_back(contiguous_strides(shape));
+    dtypes.push_back(dtype);
+    data.push_back(buffer);
+    bytes.push_back(size);
   }
   // Pointers into shapes/strides are taken once every tensor is added, since push_back may move them.
-  void finish(std::vector<Block>& blocks, const std::vector<DType>& dtypes) {
-    for (size_t i = 0; i < blocks.size(); ++i) {
-      tensors.push_back({blocks[i].data.get(), int32_t(dtypes[i]), int32_t(shapes[i].size()), shapes[i].data(), strides[i].data()});
+  void finish() {
+    for (size_t i = 0; i < data.size(); ++i) {
+      tensors.push_back({data[i], int32_t(dtypes[i]), int32_t(shapes[i].size()), shapes[i].data(), strides[i].data()});
     }
   }
 };
@@ -127,84 +89,97 @@ std::expected<void, RunError> append_line(FILE* stream, const Json& line, const 
   return {};
 }
 
-std::expected<void, RunError> write_outputs(const std::string& path, const std::vector<Block>& outputs) {
+std::expected<void, RunError> write_outputs(const std::string& path, Device& device, const TensorViews& outputs) {
   auto file = AtomicFile::create(path);
   if (!file) return Error({RunFailure::io_error, file.error()});
-  for (const auto& output : outputs) std::fwrite(output.data.get(), 1, output.size, file->stream());
+  std::vector<uint8_t> staging;
+  for (size_t i = 0; i < outputs.data.size(); ++i) {
+    auto bytes = device.read(outputs.data[i], outputs.bytes[i], staging);
+    if (!bytes) return Error(bytes.error());
+    std::fwrite(bytes->data(), 1, bytes->size(), file->stream());
+  }
   auto committed = file->commit();
   if (!committed) return Error({RunFailure::io_error, committed.error()});
   return {};
 }
 
-std::expected<CallReport, RunError> run_call(const RunRequest& request, size_t index, ForwardFn forward, FreshBuffers& fresh) {
+struct CallRun {
+  CallReport report;
+  bool context_lost = false;
+};
+
+std::expected<CallRun, RunError> run_call(const RunRequest& request, size_t index, ForwardFn forward, Device& device) {
   const CallSpec& call = request.calls[index];
-  // Inputs: drawn the way the trusted side draws them, copied into a fresh block, hashed, and the draw freed.
-  std::vector<Block> inputs;
+  // Inputs: drawn the way the trusted side draws them, hashed, copied into a fresh buffer, and the draw freed.
+  TensorViews inputs;
   std::vector<uint64_t> hashes;
-  TensorViews input_views;
-  std::vector<DType> input_dtypes;
   const std::vector<TensorSpec>& tensors = call.tensors_or(request.tensors);
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorSpec& spec = tensors[i];
     std::vector<uint8_t> drawn = make_tensor_bytes(spec, call.seed, i);
-    auto block = fresh.take(drawn.size(), "input '" + spec.name + "'");
-    if (!block) return Error(block.error());
-    if (!drawn.empty()) std::memcpy(block->data.get(), drawn.data(), drawn.size());
-    hashes.push_back(hash_bytes(block->bytes()));
-    input_views.add(spec.shape);
-    input_dtypes.push_back(spec.dtype);
-    inputs.push_back(std::move(*block));
+    hashes.push_back(hash_bytes(drawn));
+    auto buffer = device.fresh_copy(drawn, "input '" + spec.name + "'");
+    if (!buffer) return Error(buffer.error());
+    inputs.add(spec.shape, spec.dtype, *buffer, drawn.size());
   }
-  input_views.finish(inputs, input_dtypes);
+  inputs.finish();
 
-  std::vector<Block> outputs;
-  TensorViews output_views;
-  std::vector<DType> output_dtypes;
+  TensorViews outputs;
   for (size_t i = 0; i < request.outputs.size(); ++i) {
     const OutputSpec& spec = request.outputs[i];
-    auto block = fresh.take(spec.bytes(), "output " + std::to_string(i));
-    if (!block) return Error(block.error());
-    fill_poison(spec.dtype, block->bytes());
-    output_views.add(spec.shape);
-    output_dtypes.push_back(spec.dtype);
-    outputs.push_back(std::move(*block));
+    auto buffer = device.fresh_poisoned(spec.dtype, spec.bytes(), "output " + std::to_string(i));
+    if (!buffer) return Error(buffer.error());
+    outputs.add(spec.shape, spec.dtype, *buffer, spec.bytes());
   }
-  output_views.finish(outputs, output_dtypes);
+  outputs.finish();
 
   ca_context ctx{};
   ctx.abi_version = CA_ABI_VERSION;
-  ctx.device = CA_DEVICE_CPU;
   ctx.device_index = request.device_index;
   ctx.num_threads = request.num_threads;
   ctx.workspace = workspace_callback;
   ctx.harness = &g_workspace;
-  {
-    std::lock_guard lock(g_workspace.mutex);
-    g_workspace.open = true;
-  }
+  device.fill_context(ctx);
+  if (auto ready = device.before_call(); !ready) return Error(ready.error());
+  open_workspace(&device);
   auto start = std::chrono::steady_clock::now();
-  int rc = forward(&ctx, input_views.tensors.data(), int(input_views.tensors.size()), output_views.tensors.data(),
-                   int(output_views.tensors.size()));
+  int rc = forward(&ctx, inputs.tensors.data(), int(inputs.tensors.size()), outputs.tensors.data(), int(outputs.tensors.size()));
+  CallOutcome outcome = device.after_call();
   auto stop = std::chrono::steady_clock::now();
-  {
-    std::lock_guard lock(g_workspace.mutex);
-    g_workspace.open = false;
-    g_workspace.blocks.clear();
-  }
+  open_workspace(nullptr);
 
-  CallReport result;
+  CallRun run;
+  CallReport& result = run.report;
   result.call = index;
   result.seed = call.seed;
   result.rc = rc;
   result.wall_us = double(std::chrono::duration_cast<std::chrono::nanoseconds>(stop - start).count()) / 1000.0;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (hash_bytes(inputs[i].bytes()) != hashes[i]) result.changed_inputs.push_back(i);
+  result.cuda_error = outcome.cuda_error;
+  // A dead context can show nothing back; the call has failed anyway.
+  if (outcome.context_lost) {
+    run.context_lost = true;
+    return run;
+  }
+  std::vector<uint8_t> staging;
+  for (size_t i = 0; i < inputs.data.size(); ++i) {
+    auto bytes = device.read(inputs.data[i], inputs.bytes[i], staging);
+    if (!bytes) return Error(bytes.error());
+    if (hash_bytes(*bytes) != hashes[i]) result.changed_inputs.push_back(i);
   }
   result.inputs_changed = !result.changed_inputs.empty();
 
-  auto written = write_outputs((std::filesystem::path(request.output_dir) / call.output_file).string(), outputs);
-  if (!written) return Error(written.error());
-  return result;
+  // Outputs of a call with a CUDA error are not evidence of anything, and without a file no reader can take them.
+  if (result.cuda_error.empty()) {
+    auto written = write_outputs((std::filesystem::path(request.output_dir) / call.output_file).string(), device, outputs);
+    if (!written) return Error(written.error());
+  }
+  device.end_call();
+  return run;
+}
+
+std::expected<std::unique_ptr<Device>, RunError> make_device(const RunRequest& request) {
+  if (request.backend == Backend::cuda) return make_cuda_device(request.device_index);
+  return make_cpu_device();
 }
 
 struct FileCloser {
@@ -248,6 +223,8 @@ ExitCode exit_code_of(RunFailure failure) {
     case RunFailure::load_failed: return ExitCode::data_error;
     case RunFailure::io_error: return ExitCode::io_error;
     case RunFailure::interrupted: return ExitCode::interrupted;
+    case RunFailure::no_device: return k_exit_no_device;
+    case RunFailure::context_lost: return k_exit_context_lost;
   }
   return ExitCode::io_error;
 }
@@ -265,9 +242,9 @@ std::expected<RunRequest, RunError> read_request(const std::string& path) {
 }
 
 std::expected<RunSummary, RunError> run_candidate(const RunRequest& request) {
-  if (request.backend == Backend::cuda) {
-    return Error({RunFailure::bad_request, "request.backend: cuda runner not built yet; this ca-runner runs cpu candidates only"});
-  }
+  // cuda: the context exists before the library loads, so nothing the library's initialisers do precedes it.
+  auto device = make_device(request);
+  if (!device) return Error(device.error());
   std::error_code ec;
   std::filesystem::create_directories(request.output_dir, ec);
   if (ec) return Error({RunFailure::io_error, request.output_dir + ": cannot create: " + ec.message()});
@@ -299,14 +276,17 @@ std::expected<RunSummary, RunError> run_candidate(const RunRequest& request) {
   if (auto written = append_line(results.get(), loaded_event(), results_path); !written) return Error(written.error());
 
   RunSummary summary;
-  FreshBuffers fresh;
   for (size_t i = 0; i < request.calls.size(); ++i) {
     if (interrupted()) return Error({RunFailure::interrupted, "interrupted before call " + std::to_string(i)});
-    auto result = run_call(request, i, forward, fresh);
-    if (!result) return Error(result.error());
-    if (auto written = append_line(results.get(), to_json(*result), results_path); !written) return Error(written.error());
+    auto run = run_call(request, i, forward, **device);
+    if (!run) return Error(run.error());
+    if (auto written = append_line(results.get(), to_json(run->report), results_path); !written) return Error(written.error());
     ++summary.calls;
-    if (!result->ok()) ++summary.failed;
+    if (!run->report.ok()) ++summary.failed;
+    if (run->context_lost) {
+      return Error({RunFailure::context_lost, "call " + std::to_string(i) + ": " + run->report.cuda_error +
+                                                  "; the CUDA context is lost, so the remaining calls cannot run"});
+    }
   }
   return summary;
 }

@@ -16,11 +16,17 @@ namespace ca {
 /// the run: that is a failed call, reported in results.jsonl.
 enum class RunFailure {
   no_request,   // the request file cannot be read
-  bad_request,  // the request is malformed or asks for what this runner cannot do (backend cuda today)
-  load_failed,  // dlopen or dlsym("ca_forward") failed; a load_failed event was written
-  io_error,     // output_dir, an output file or results.jsonl could not be written, or buffers could not be had
-  interrupted,  // SIGINT or SIGTERM arrived between calls
+  bad_request,   // the request is malformed or asks for what this runner cannot do (cuda in a build without CUDA)
+  load_failed,   // dlopen or dlsym("ca_forward") failed; a load_failed event was written
+  io_error,      // output_dir, an output file or results.jsonl could not be written, or buffers could not be had
+  interrupted,   // SIGINT or SIGTERM arrived between calls
+  no_device,     // cuda: the device could not be set up (no GPU, no driver, a bad device_index)
+  context_lost,  // cuda: a call left a sticky error (its line, with cuda_error, was written); later calls cannot run
 };
+
+/// ca-runner's exit codes beyond the shared table of util/exit_codes.h, after sysexits.h.
+inline constexpr ExitCode k_exit_no_device = ExitCode{69};     // EX_UNAVAILABLE
+inline constexpr ExitCode k_exit_context_lost = ExitCode{70};  // EX_SOFTWARE
 
 struct RunError {
   RunFailure failure;
@@ -35,10 +41,12 @@ struct RunSummary {
 /// Reads and parses a request file. Fails with no_request or bad_request.
 std::expected<RunRequest, RunError> read_request(const std::string& path);
 
-/// Loads request.library (dlopen RTLD_NOW | RTLD_LOCAL) and runs every call in order. For each call it makes fresh
-/// input buffers from (seed, stream = tensor index) with make_tensor_bytes, hashes them, poisons fresh output
-/// buffers, times ca_forward on the host clock, re-hashes the inputs, writes the outputs (concatenated, atomically)
-/// to output_dir/output_file and appends a flushed line to output_dir/results.jsonl. Returns how many calls ran and
+/// Sets up the backend's device (cuda: before the library loads), loads request.library (dlopen RTLD_NOW |
+/// RTLD_LOCAL) and runs every call in order. For each call it draws the inputs from (seed, stream = tensor index)
+/// with make_tensor_bytes, hashes them, copies them into fresh buffers, poisons fresh output buffers, times
+/// ca_forward (cuda: up to a device-wide sync) on the host clock, re-hashes the inputs, writes the outputs
+/// (concatenated, atomically) to output_dir/output_file and appends a flushed line to output_dir/results.jsonl. A
+/// call with a CUDA error gets its line (with cuda_error) but no output file. Returns how many calls ran and
 /// failed, or why the run stopped early; a crash inside the candidate ends the process instead.
 std::expected<RunSummary, RunError> run_candidate(const RunRequest& request);
 

@@ -1,24 +1,14 @@
 // End-to-end tests of ca-runner: tiny candidates compiled with g++, run as a subprocess on a request file.
-#include <gtest/gtest.h>
-
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
-#include <filesystem>
 
 #include "ir/tensor_init.h"
-#include "runner/protocol.h"
-#include "util/atomic_file.h"
+#include "runner/device.h"
+#include "runner/runner_fixture.h"
 
 namespace ca {
 namespace {
-
-namespace fs = std::filesystem;
 
 // Candidate sources. Each reads the ABI header only, as real candidates do.
 const char* const k_relu = R"(#include "ca_kernel.h"
@@ -84,23 +74,8 @@ extern "C" int ca_forward(ca_context* ctx, const ca_tensor*, int, ca_tensor* out
   return 0;
 })";
 
-struct Exit {
-  bool signaled = false;
-  int code = 0;  // the exit code, or the signal number
-};
-
-class RunnerTest : public ::testing::Test {
+class RunnerTest : public RunnerFixture {
  protected:
-  void SetUp() override {
-    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    m_dir = fs::path(::testing::TempDir()) / ("ca-runner-test-" + std::to_string(getpid()) + "-" + name);
-    fs::remove_all(m_dir);
-    fs::create_directories(m_dir);
-  }
-  void TearDown() override {
-    if (!HasFailure()) fs::remove_all(m_dir);
-  }
-
   // Builds a candidate the way the real builder does for cpu (g++ -O2 -shared -fPIC) and returns its path.
   std::string compile(const std::string& name, const char* source) {
     fs::path cpp = m_dir / (name + ".cpp"), so = m_dir / (name + ".so");
@@ -109,68 +84,7 @@ class RunnerTest : public ::testing::Test {
     EXPECT_EQ(std::system(command.c_str()), 0) << command;
     return so.string();
   }
-
-  RunRequest request(const std::string& library, std::vector<TensorSpec> tensors, std::vector<OutputSpec> outputs,
-                     const std::vector<uint64_t>& seeds) {
-    RunRequest r;
-    r.library = library;
-    r.tensors = std::move(tensors);
-    r.outputs = std::move(outputs);
-    for (size_t i = 0; i < seeds.size(); ++i) r.calls.push_back({seeds[i], "out-" + std::to_string(i) + ".bin", std::nullopt});
-    r.output_dir = (m_dir / "out").string();
-    return r;
-  }
-
-  // Runs ca-runner on `r` with core dumps off, so the crash test stays fast and leaves nothing behind.
-  Exit run(const RunRequest& r) {
-    std::string path = (m_dir / "request.json").string();
-    EXPECT_TRUE(write_file_atomic(path, to_json(r).dump()));
-    return run_on(path);
-  }
-  Exit run_on(const std::string& request_path) {
-    std::string stderr_path = (m_dir / "stderr.txt").string();
-    pid_t pid = fork();
-    if (pid == 0) {
-      rlimit no_core{0, 0};
-      setrlimit(RLIMIT_CORE, &no_core);
-      FILE* err = std::freopen(stderr_path.c_str(), "w", stderr);
-      (void)err;
-      execl(CA_BIN_DIR "/ca-runner", "ca-runner", request_path.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    m_stderr = read_file(stderr_path).value_or("");
-    if (WIFSIGNALED(status)) return {true, WTERMSIG(status)};
-    return {false, WEXITSTATUS(status)};
-  }
-
-  RunLog results() {
-    auto text = read_file((m_dir / "out" / k_results_file).string());
-    EXPECT_TRUE(text) << text.error();
-    auto log = parse_results(text.value_or(""));
-    EXPECT_TRUE(log) << log.error();
-    return log.value_or(RunLog{});
-  }
-
-  std::vector<uint8_t> output_file(size_t call) {
-    auto text = read_file((m_dir / "out" / ("out-" + std::to_string(call) + ".bin")).string());
-    EXPECT_TRUE(text) << text.error();
-    std::string bytes = text.value_or("");
-    return {bytes.begin(), bytes.end()};
-  }
-
-  fs::path m_dir;
-  std::string m_stderr;
 };
-
-TensorSpec float_tensor(std::string name, std::vector<int64_t> shape) { return {std::move(name), DType::float32, std::move(shape), {Dist::randn, 0, 1}}; }
-
-std::vector<float> as_floats(const std::vector<uint8_t>& bytes) {
-  std::vector<float> values(bytes.size() / 4);
-  std::memcpy(values.data(), bytes.data(), values.size() * 4);
-  return values;
-}
 
 TEST_F(RunnerTest, ReluOutputsEqualReluOfTheSharedInputsForEachSeed) {
   TensorSpec x = {"x", DType::float32, {1000}, {Dist::rand, 0, 1}};
@@ -281,8 +195,17 @@ TEST_F(RunnerTest, ContextAndWorkspaceFollowTheAbi) {
 TEST_F(RunnerTest, RequestProblemsAreReportedWithTheirExitCodes) {
   auto r = request("unused.so", {float_tensor("x", {4})}, {{DType::float32, {4}}}, {1});
   r.backend = Backend::cuda;
-  EXPECT_EQ(run(r).code, 64);
-  EXPECT_NE(m_stderr.find("cuda runner not built yet"), std::string::npos) << m_stderr;
+  Exit cuda = run(r);
+#ifndef CA_WITH_CUDA
+  EXPECT_EQ(cuda.code, 64);
+  EXPECT_NE(m_stderr.find("built without the CUDA toolkit"), std::string::npos) << m_stderr;
+#else
+  // With a GPU the device comes up and the missing library fails to load instead.
+  EXPECT_EQ(cuda.code, cuda_device_count() == 0 ? 69 : 65) << m_stderr;
+  if (cuda_device_count() == 0) {
+    EXPECT_NE(m_stderr.find("no usable CUDA device"), std::string::npos) << m_stderr;
+  }
+#endif
 
   EXPECT_EQ(run_on((m_dir / "absent.json").string()).code, 66);
   EXPECT_NE(m_stderr.find("ca-runner: error:"), std::string::npos) << m_stderr;

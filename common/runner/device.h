@@ -1,0 +1,58 @@
+// Where the runner puts a call's buffers and how it waits for the candidate's work: host memory (cpu) or a CUDA
+// device (cuda), behind one interface so that run_candidate's loop is the same for both.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <expected>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ca_kernel.h"
+#include "ir/program.h"
+#include "runner/run_candidate.h"
+
+namespace ca {
+
+/// What the device says once the candidate's work is finished.
+struct CallOutcome {
+  std::string cuda_error;     // "" when the call left no CUDA error
+  bool context_lost = false;  // a sticky error: the context, and every later call, is dead
+};
+
+/// One backend's memory and synchronisation. Buffers handed out by fresh() and scratch() are the device's to free;
+/// none of them is ever at an address an earlier call was handed (EXPLOITS C5).
+class Device {
+ public:
+  virtual ~Device() = default;
+  /// Fills the backend's fields of a call's context: device, device_index, stream, cublas, cudnn.
+  virtual void fill_context(ca_context& ctx) = 0;
+  /// A buffer holding a copy of `contents`, at a fresh address. Fails with io_error when memory cannot be had.
+  virtual std::expected<void*, RunError> fresh_copy(std::span<const uint8_t> contents, const std::string& what) = 0;
+  /// A buffer of `bytes` filled with fill_poison(dtype), at a fresh address. Fails with io_error.
+  virtual std::expected<void*, RunError> fresh_poisoned(DType dtype, size_t bytes, const std::string& what) = 0;
+  /// The `bytes` at `data` as host memory: a view of the buffer itself on cpu, a copy in `staging` on cuda.
+  virtual std::expected<std::span<const uint8_t>, RunError> read(const void* data, size_t bytes,
+                                                                 std::vector<uint8_t>& staging) = 0;
+  /// Right before ca_forward: waits for the copies, undoes state a previous call may have left (persisting L2,
+  /// EXPLOITS C8) and clears stale errors. Fails with context_lost when the device is unusable.
+  virtual std::expected<void, RunError> before_call() = 0;
+  /// Right after ca_forward: waits for all work on the device, whatever stream it was queued on (EXPLOITS C1).
+  virtual CallOutcome after_call() = 0;
+  /// Scratch for ctx->workspace, filled with 0xFF bytes (a NaN in every float dtype); NULL when it cannot be had.
+  virtual void* scratch(size_t bytes) = 0;
+  /// After the call's outputs were read: frees the scratch and retires the call's buffers.
+  virtual void end_call() = 0;
+};
+
+/// Host memory, 64-byte aligned.
+std::unique_ptr<Device> make_cpu_device();
+/// CUDA device `device_index`, with a stream and a cuBLAS handle of the runner's own. Fails with bad_request when
+/// this runner was built without the CUDA toolkit, with no_device when no usable GPU answers.
+std::expected<std::unique_ptr<Device>, RunError> make_cuda_device(int32_t device_index);
+/// How many CUDA devices this process sees; 0 without a GPU, a driver, or a build with CUDA.
+int cuda_device_count();
+
+}  // namespace ca

@@ -1,0 +1,238 @@
+// The cuda backend's Device (see device.h): device buffers at fresh addresses, a stream and a cuBLAS handle of the
+// runner's own, persisting L2 reset before every call, and a device-wide sync that catches sticky errors after it.
+#include "runner/device.h"
+
+#ifdef CA_WITH_CUDA
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace ca {
+namespace {
+
+using Error = std::unexpected<RunError>;
+
+constexpr int k_fresh_attempts = 16;
+
+std::string describe(cudaError_t error) {
+  return std::string(cudaGetErrorName(error)) + ": " + cudaGetErrorString(error);
+}
+
+class CudaDevice final : public Device {
+ public:
+  CudaDevice(int32_t index, cudaStream_t stream, cublasHandle_t cublas)
+      : m_index(index), m_stream(stream), m_cublas(cublas) {}
+  CudaDevice(const CudaDevice&) = delete;
+  CudaDevice& operator=(const CudaDevice&) = delete;
+
+  // After a sticky error these calls fail harmlessly; the process ends right after.
+  ~CudaDevice() override {
+    cudaDeviceSynchronize();
+    for (void* data : m_scratch) cudaFree(data);
+    for (void* data : m_call) cudaFree(data);
+    free_retired();
+    if (m_cublas != nullptr) cublasDestroy(m_cublas);
+    cudaStreamDestroy(m_stream);
+  }
+
+  void fill_context(ca_context& ctx) override {
+    ctx.device = CA_DEVICE_CUDA;
+    ctx.device_index = m_index;
+    ctx.stream = m_stream;
+    ctx.cublas = m_cublas;
+    ctx.cudnn = nullptr;
+  }
+
+  std::expected<void*, RunError> fresh_copy(std::span<const uint8_t> contents, const std::string& what) override {
+    auto data = fresh(contents.size(), what);
+    if (!data) return Error(data.error());
+    if (contents.empty()) return *data;
+    if (cudaError_t error = cudaMemcpy(*data, contents.data(), contents.size(), cudaMemcpyHostToDevice);
+        error != cudaSuccess) {
+      return Error({RunFailure::context_lost, "copying " + what + " to the device: " + describe(error)});
+    }
+    return *data;
+  }
+
+  std::expected<void*, RunError> fresh_poisoned(DType dtype, size_t bytes, const std::string& what) override {
+    std::vector<uint8_t> poison(bytes);
+    fill_poison(dtype, poison);
+    return fresh_copy(poison, what);
+  }
+
+  std::expected<std::span<const uint8_t>, RunError> read(const void* data, size_t bytes,
+                                                         std::vector<uint8_t>& staging) override {
+    staging.resize(bytes);
+    if (bytes == 0) return std::span<const uint8_t>(staging);
+    if (cudaError_t error = cudaMemcpy(staging.data(), data, bytes, cudaMemcpyDeviceToHost); error != cudaSuccess) {
+      return Error({RunFailure::context_lost,
+                    "copying " + std::to_string(bytes) + " bytes back from the device: " + describe(error)});
+    }
+    return std::span<const uint8_t>(staging);
+  }
+
+  std::expected<void, RunError> before_call() override {
+    cudaSetDevice(m_index);  // an earlier call may have made another device current
+    // The copies and the poison are finished before the clock starts.
+    if (cudaError_t error = cudaDeviceSynchronize(); error != cudaSuccess) {
+      return Error({RunFailure::context_lost, "the device failed before the call: " + describe(error)});
+    }
+    // EXPLOITS C8: no persisting L2 lines, limit or access-policy window survive an earlier call. A device without
+    // persisting L2 refuses these harmlessly; the errors are cleared below.
+    cudaCtxResetPersistingL2Cache();
+    cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
+    cudaStreamAttrValue no_window{};
+    cudaStreamSetAttribute(m_stream, cudaStreamAttributeAccessPolicyWindow, &no_window);
+    // The handle is shared by every call, so settings a call changed (TF32 math, device pointers) are put back.
+    if (m_cublas != nullptr) {
+      cublasSetStream(m_cublas, m_stream);
+      cublasSetMathMode(m_cublas, CUBLAS_DEFAULT_MATH);
+      cublasSetPointerMode(m_cublas, CUBLAS_POINTER_MODE_HOST);
+      cublasSetAtomicsMode(m_cublas, CUBLAS_ATOMICS_NOT_ALLOWED);
+    }
+    // The candidate is judged on the errors it makes itself.
+    cudaGetLastError();
+    m_pending = cudaSuccess;
+    return {};
+  }
+
+  CallOutcome after_call() override {
+    cudaSetDevice(m_index);
+    // Device-wide, so work queued on streams of the candidate's own is waited for and judged too (EXPLOITS C1).
+    cudaError_t synced = cudaDeviceSynchronize();
+    cudaError_t last = cudaGetLastError();
+    cudaError_t error = synced != cudaSuccess ? synced : m_pending != cudaSuccess ? m_pending : last;
+    if (error == cudaSuccess) return {};
+    // A launch error is cleared by cudaGetLastError; a sticky one comes back from every later call.
+    return {describe(error), cudaDeviceSynchronize() != cudaSuccess};
+  }
+
+  void* scratch(size_t bytes) override {
+    // Clearing cudaMalloc's error below must not also clear a launch error the candidate made before asking.
+    if (cudaError_t earlier = cudaGetLastError(); earlier != cudaSuccess && m_pending == cudaSuccess) {
+      m_pending = earlier;
+    }
+    void* data = nullptr;
+    cudaError_t error = cudaMalloc(&data, std::max<size_t>(bytes, 1));
+    cudaGetLastError();
+    if (error != cudaSuccess) return nullptr;
+    // 0xFF bytes are a NaN in every float dtype (EXPLOITS B1); queued on the call's stream, before the work that
+    // uses the scratch.
+    cudaMemsetAsync(data, 0xFF, bytes, m_stream);
+    m_scratch.push_back(data);
+    return data;
+  }
+
+  void end_call() override {
+    for (void* data : m_scratch) cudaFree(data);
+    m_scratch.clear();
+    // Kept until the end, so that no later buffer can have their addresses.
+    m_retired.insert(m_retired.end(), m_call.begin(), m_call.end());
+    m_call.clear();
+  }
+
+ private:
+  // A buffer at an address no earlier call was handed. Earlier calls' buffers stay allocated, which makes their
+  // addresses unavailable; when memory runs out they are freed, and a reused address is held while asking again.
+  std::expected<void*, RunError> fresh(size_t bytes, const std::string& what) {
+    std::vector<void*> held;
+    auto release_held = [&] {
+      for (void* data : held) cudaFree(data);
+    };
+    for (int attempt = 0; attempt < k_fresh_attempts; ++attempt) {
+      void* data = nullptr;
+      cudaError_t error = cudaMalloc(&data, std::max<size_t>(bytes, 1));
+      if (error == cudaErrorMemoryAllocation && !m_retired.empty()) {
+        cudaGetLastError();
+        free_retired();
+        continue;
+      }
+      if (error != cudaSuccess) {
+        cudaGetLastError();
+        release_held();
+        return Error({RunFailure::io_error,
+                      "cudaMalloc of " + std::to_string(bytes) + " bytes for " + what + ": " + describe(error)});
+      }
+      if (m_seen.insert(reinterpret_cast<uintptr_t>(data)).second) {
+        release_held();
+        m_call.push_back(data);
+        return data;
+      }
+      held.push_back(data);
+    }
+    release_held();
+    return Error({RunFailure::io_error,
+                  "no fresh device address for " + what + " after " + std::to_string(k_fresh_attempts) + " tries"});
+  }
+
+  void free_retired() {
+    for (void* data : m_retired) cudaFree(data);
+    m_retired.clear();
+  }
+
+  int32_t m_index;
+  cudaStream_t m_stream;
+  cublasHandle_t m_cublas;
+  cudaError_t m_pending = cudaSuccess;  // a launch error seen while handing out scratch
+  std::unordered_set<uintptr_t> m_seen;
+  std::vector<void*> m_call;     // this call's inputs and outputs
+  std::vector<void*> m_retired;  // earlier calls' inputs and outputs
+  std::vector<void*> m_scratch;  // this call's workspace
+};
+
+}  // namespace
+
+std::expected<std::unique_ptr<Device>, RunError> make_cuda_device(int32_t device_index) {
+  int count = 0;
+  if (cudaError_t error = cudaGetDeviceCount(&count); error != cudaSuccess) {
+    return Error({RunFailure::no_device, "no usable CUDA device: " + describe(error)});
+  }
+  if (device_index >= count) {
+    return Error({RunFailure::no_device, "request.device_index: " + std::to_string(device_index) +
+                                             ", but this process sees " + std::to_string(count) + " CUDA device(s)"});
+  }
+  // cudaFree(NULL) makes the context now, so its cost and its failures fall before the first call.
+  cudaError_t error = cudaSetDevice(device_index);
+  if (error == cudaSuccess) error = cudaFree(nullptr);
+  cudaStream_t stream = nullptr;
+  // A blocking stream: work a candidate puts on the legacy default stream stays ordered with it.
+  if (error == cudaSuccess) error = cudaStreamCreate(&stream);
+  if (error != cudaSuccess) {
+    return Error({RunFailure::no_device, "CUDA device " + std::to_string(device_index) + ": " + describe(error)});
+  }
+  // Without cuBLAS ctx->cublas is NULL, as the ABI allows.
+  cublasHandle_t cublas = nullptr;
+  if (cublasCreate(&cublas) != CUBLAS_STATUS_SUCCESS) cublas = nullptr;
+  cudaGetLastError();
+  return std::make_unique<CudaDevice>(device_index, stream, cublas);
+}
+
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+  cudaGetLastError();
+  return count;
+}
+
+}  // namespace ca
+
+#else  // no CUDA toolkit at build time
+
+namespace ca {
+
+std::expected<std::unique_ptr<Device>, RunError> make_cuda_device(int32_t) {
+  return std::unexpected(RunError{RunFailure::bad_request,
+                                  "request.backend: cuda is unavailable: this ca-runner was built without the CUDA "
+                                  "toolkit; it runs cpu candidates only"});
+}
+
+int cuda_device_count() {
+  return 0;
+}
+
+}  // namespace ca
+
+#endif
