@@ -218,6 +218,9 @@ std::expected<Json, std::string> verify_candidate(const Json& task, const Json& 
                                                                      : "exit status " + std::to_string(ran->exit_code)) +
                                      (ran->limit_hit.empty() ? "" : " (" + ran->limit_hit + " limit)");
       if (!runner_says.empty()) failure += "; last output: " + runner_says;
+    } else if (!call->cuda_error.empty()) {
+      failure_stage = "run";
+      failure = trial + ": CUDA error " + call->cuda_error;
     } else if (call->rc != 0) {
       failure_stage = "run";
       failure = trial + ": ca_forward returned " + std::to_string(call->rc);

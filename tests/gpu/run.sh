@@ -19,6 +19,8 @@ step() {  # step NAME COMMAND...: runs a step, logs it, remembers a failure
 deps=/tmp/ca-debs
 mkdir -p "$deps"
 for f in .debs/*.deb; do [ -e "$f" ] && dpkg -x "$f" "$deps"; done
+# Host-side tools link libarchive, which the GPU machine may lack (the sandboxed runner does not need it).
+export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # The sandbox needs bwrap on PATH; use the carried one where the machine has none.
 if ! command -v bwrap >/dev/null && [ -x "$deps/usr/bin/bwrap" ]; then
   mkdir -p /tmp/ca-bin
