@@ -35,17 +35,6 @@ std::vector<std::string> dist_names() {
   return names;
 }
 
-// A misspelled key must not be dropped silently ("kwarg" for "kwargs").
-std::expected<void, std::string> check_fields(const Json& json, const std::vector<std::string>& known, std::string_view path) {
-  if (!json.is_object()) return Error(std::string(path) + ": expected an object, got " + json_type(json));
-  for (auto it = json.begin(); it != json.end(); ++it) {
-    if (std::find(known.begin(), known.end(), it.key()) == known.end()) {
-      return Error(field_path(path, it.key()) + ": unknown field" + did_you_mean(it.key(), known) + " (fields: " + quoted_list(known) + ")");
-    }
-  }
-  return {};
-}
-
 bool is_identifier(const std::string& name) {
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
   for (char c : name) {
@@ -89,7 +78,7 @@ std::expected<Init, std::string> parse_init(const Json& json, std::string_view p
 }
 
 std::expected<TensorSpec, std::string> parse_tensor(const Json& json, std::string_view path, bool is_param) {
-  if (auto ok = check_fields(json, {"name", "dtype", "shape", "init"}, path); !ok) return Error(ok.error());
+  if (auto ok = check_known_fields(json, {"name", "dtype", "shape", "init"}, path); !ok) return Error(ok.error());
   TensorSpec spec;
   auto name = string_field(json, "name", path);
   if (!name) return Error(name.error());
@@ -154,7 +143,7 @@ std::expected<void, std::string> check_refs(const Json& arg, std::string_view pa
 }
 
 std::expected<Node, std::string> parse_node(const Json& json, std::string_view path, std::set<std::string>& defined) {
-  if (auto ok = check_fields(json, {"op", "args", "kwargs", "out"}, path); !ok) return Error(ok.error());
+  if (auto ok = check_known_fields(json, {"op", "args", "kwargs", "out"}, path); !ok) return Error(ok.error());
   Node node;
   auto op = string_field(json, "op", path);
   if (!op) return Error(op.error());
@@ -240,7 +229,7 @@ std::optional<Ref> parse_ref(const Json& arg) {
 }
 
 std::expected<Program, std::string> parse_program(const Json& json, std::string_view path) {
-  if (auto ok = check_fields(json, {"inputs", "params", "nodes", "outputs"}, path); !ok) return Error(ok.error());
+  if (auto ok = check_known_fields(json, {"inputs", "params", "nodes", "outputs"}, path); !ok) return Error(ok.error());
   Program program;
   std::set<std::string> defined;
   auto inputs = parse_tensors(json, "inputs", path, defined);

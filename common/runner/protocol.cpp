@@ -13,17 +13,6 @@ namespace {
 
 using Error = std::unexpected<std::string>;
 
-// A misspelled optional key ("num_thread") must not fall back to its default silently.
-std::expected<void, std::string> check_fields(const Json& json, const std::vector<std::string>& known, std::string_view path) {
-  if (!json.is_object()) return Error(std::string(path) + ": expected an object, got " + json_type(json));
-  for (auto it = json.begin(); it != json.end(); ++it) {
-    if (std::find(known.begin(), known.end(), it.key()) == known.end()) {
-      return Error(field_path(path, it.key()) + ": unknown field" + did_you_mean(it.key(), known) + " (fields: " + quoted_list(known) + ")");
-    }
-  }
-  return {};
-}
-
 std::expected<uint64_t, std::string> as_uint(const Json& value, std::string_view path) {
   // nlohmann stores every non-negative integer literal as unsigned, so this admits 0..2^64-1 and nothing else.
   if (!value.is_number_unsigned()) return Error(std::string(path) + ": expected an unsigned integer, got " + json_type(value));
@@ -78,7 +67,7 @@ std::expected<std::vector<TensorSpec>, std::string> parse_tensor_specs(const Jso
 }
 
 std::expected<OutputSpec, std::string> parse_output(const Json& json, std::string_view path) {
-  if (auto ok = check_fields(json, {"dtype", "shape"}, path); !ok) return Error(ok.error());
+  if (auto ok = check_known_fields(json, {"dtype", "shape"}, path); !ok) return Error(ok.error());
   OutputSpec output;
   auto dtype = dtype_field(json, path);
   if (!dtype) return Error(dtype.error());
@@ -112,7 +101,7 @@ std::expected<void, std::string> check_same_layout(const std::vector<TensorSpec>
 }
 
 std::expected<CallSpec, std::string> parse_call(const Json& json, std::string_view path, const std::vector<TensorSpec>& tensors) {
-  if (auto ok = check_fields(json, {"seed", "output_file", "tensors"}, path); !ok) return Error(ok.error());
+  if (auto ok = check_known_fields(json, {"seed", "output_file", "tensors"}, path); !ok) return Error(ok.error());
   CallSpec call;
   auto seed = require_field(json, "seed", path);
   if (!seed) return Error(seed.error());
@@ -153,7 +142,7 @@ size_t OutputSpec::bytes() const { return size_t(numel()) * dtype_size(dtype); }
 
 
 std::expected<RunRequest, std::string> parse_request(const Json& json, std::string_view path) {
-  if (auto ok = check_fields(json, k_request_fields, path); !ok) return Error(ok.error());
+  if (auto ok = check_known_fields(json, k_request_fields, path); !ok) return Error(ok.error());
   RunRequest request;
   auto library = string_field(json, "library", path);
   if (!library) return Error(library.error());
@@ -212,30 +201,7 @@ std::expected<RunRequest, std::string> parse_request(const Json& json, std::stri
 std::expected<RunRequest, std::string> parse_request_text(const std::string& text, std::string_view path) {
   Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded()) {
-    // Parse again for the position only: parsing without exceptions reports none.
-    struct Finder : nlohmann::json_sax<Json> {
-      std::string message;
-      bool null() override { return true; }
-      bool boolean(bool) override { return true; }
-      bool number_integer(number_integer_t) override { return true; }
-      bool number_unsigned(number_unsigned_t) override { return true; }
-      bool number_float(number_float_t, const string_t&) override { return true; }
-      bool string(string_t&) override { return true; }
-      bool binary(binary_t&) override { return true; }
-      bool start_object(std::size_t) override { return true; }
-      bool key(string_t&) override { return true; }
-      bool end_object() override { return true; }
-      bool start_array(std::size_t) override { return true; }
-      bool end_array() override { return true; }
-      bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
-        message = e.what();
-        auto at = message.find("line ");
-        if (at != std::string::npos) message = message.substr(at);
-        return false;
-      }
-    } finder;
-    Json::sax_parse(text, &finder);
-    return Error(std::string(path) + ": invalid JSON: " + finder.message);
+    return Error(std::string(path) + ": invalid JSON: " + json_parse_error(text));
   }
   return parse_request(json, path);
 }

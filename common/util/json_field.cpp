@@ -1,5 +1,9 @@
 #include "util/json_field.h"
 
+#include <algorithm>
+
+#include "util/spell.h"
+
 namespace ca {
 
 std::string field_path(std::string_view parent, std::string_view key) {
@@ -41,6 +45,17 @@ std::expected<std::vector<int64_t>, std::string> int_list_field(const Json& obje
   auto field = require_field(object, key, path);
   if (!field) return std::unexpected(field.error());
   return as_int_list(**field, field_path(path, key));
+}
+
+std::expected<void, std::string> check_known_fields(const Json& object, const std::vector<std::string>& known, std::string_view path) {
+  if (!object.is_object()) return std::unexpected(expected_got(path, "an object", object));
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    if (std::find(known.begin(), known.end(), it.key()) == known.end()) {
+      return std::unexpected(field_path(path, it.key()) + ": unknown field" + did_you_mean(it.key(), known) + " (fields: " +
+                             quoted_list(known) + ")");
+    }
+  }
+  return {};
 }
 
 std::expected<std::string, std::string> as_string(const Json& value, std::string_view path) {

@@ -46,21 +46,21 @@ struct ErrorFinder : nlohmann::json_sax<Json> {
   bool start_array(std::size_t) override { return true; }
   bool end_array() override { return true; }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
-    // "[json.exception.parse_error.101] parse error at line 1, column 17: ..." -> "column 17: ..."
+    // "[json.exception.parse_error.101] parse error at line 1, column 17: ..." -> "line 1, column 17: ..."
     message = e.what();
-    auto at = message.find("column ");
+    auto at = message.find("line ");
     if (at != std::string::npos) message = message.substr(at);
     return false;
   }
 };
 
-std::string parse_error_of(const std::string& text) {
+}  // namespace
+
+std::string json_parse_error(const std::string& text) {
   ErrorFinder finder;
   Json::sax_parse(text, &finder);
   return finder.message;
 }
-
-}  // namespace
 
 JsonlReader::Status JsonlReader::next(Record& record, std::string& message) {
   for (;;) {
@@ -79,7 +79,10 @@ JsonlReader::Status JsonlReader::next(Record& record, std::string& message) {
     record.line = m_line;
     record.value = Json::parse(m_buffer, nullptr, /*allow_exceptions=*/false);
     if (record.value.is_discarded()) {
-      message = "invalid JSON: " + parse_error_of(m_buffer);
+      // One record is one line, so only the column says where.
+      std::string where = json_parse_error(m_buffer);
+      if (where.starts_with("line 1, ")) where.erase(0, 8);
+      message = "invalid JSON: " + where;
       return Status::bad_record;
     }
     if (!record.value.is_object()) {

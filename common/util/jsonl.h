@@ -25,6 +25,9 @@ struct Record {
   std::string where() const { return file + ":" + std::to_string(line); }
 };
 
+/// Where and why `text` is not valid JSON: "line 1, column 17: syntax error ...".
+std::string json_parse_error(const std::string& text);
+
 class JsonlReader {
  public:
   enum class Status { record, bad_record, end, io_error };
