@@ -1,0 +1,179 @@
+#include "synth/llm.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+
+#include "aten/task_check.h"
+#include "util/atomic_file.h"
+#include "util/subprocess.h"
+
+namespace ca {
+
+std::string llm_prompt(const std::vector<Json>& picked, double target_ms, const std::string& device) {
+  std::string text =
+      "Write a KernelBench-style PyTorch reference program (model.py) that combines the following operators and "
+      "modules into one fused computation: the forward pass should use each of them at least once, feeding the "
+      "result of one into the next.\n\n";
+  for (const auto& record : picked) {
+    if (record.value("kind", "") == "module") {
+      text += "- module " + record.value("name", "") + record.value("init_signature", "") + "\n";
+    } else {
+      text += "- operator " + record.value("schema", record.value("name", "")) + "\n";
+    }
+  }
+  char size[160];
+  std::snprintf(size, sizeof size, "\nChoose input sizes so that the forward pass takes about %g ms in float32 on %s.\n",
+                target_ms, device == "h200" ? "an NVIDIA H200" : device.c_str());
+  text += size;
+  text +=
+      "Requirements: `import torch` and `import torch.nn as nn`; `class Model(nn.Module)` with `__init__` taking the "
+      "values of get_init_inputs() and a `forward` that takes the tensors of get_inputs() and returns a tensor; "
+      "module-level `get_inputs()` returning a list of input tensors and `get_init_inputs()` returning a list of "
+      "constructor arguments. float32 only; deterministic (no dropout, no random ops inside forward); no data-"
+      "dependent control flow. Answer with the complete file in one ```python code block.";
+  return text;
+}
+
+Json chat_request(const LlmOptions& options, const std::string& prompt, uint64_t seed) {
+  return {{"model", options.model},
+          {"messages", Json::array({{{"role", "system"}, {"content", "You write PyTorch reference programs for a CUDA kernel benchmark."}},
+                                    {{"role", "user"}, {"content", prompt}}})},
+          {"temperature", options.temperature},
+          {"seed", seed}};
+}
+
+std::expected<std::string, std::string> code_from_reply(const std::string& body) {
+  Json reply = Json::parse(body, nullptr, false);
+  const Json* content = nullptr;
+  if (reply.is_object() && reply.contains("choices") && reply["choices"].is_array() && !reply["choices"].empty()) {
+    const Json& message = reply["choices"][0].value("message", Json::object());
+    if (message.contains("content") && message["content"].is_string()) content = &message["content"];
+  }
+  if (!content) return std::unexpected("not a chat completion: no choices[0].message.content");
+  std::string text = content->get<std::string>();
+  size_t fence = text.find("```python");
+  size_t start = fence == std::string::npos ? text.find("```") : fence;
+  if (start == std::string::npos) return std::unexpected("no code block in the reply");
+  start = text.find('\n', start);
+  size_t end = start == std::string::npos ? std::string::npos : text.find("```", start);
+  if (end == std::string::npos) return std::unexpected("no code block in the reply (unclosed fence)");
+  return text.substr(start + 1, end - start - 1);
+}
+
+std::expected<Json, std::string> import_model_py(const std::string& code, const std::string& id, const LlmOptions& options) {
+  char dir[] = "/tmp/ca-synth-XXXXXX";
+  if (!mkdtemp(dir)) return std::unexpected("cannot make a scratch directory");
+  std::string path = std::string(dir) + "/model.py";
+  auto written = write_file_atomic(path, code);
+  std::expected<SubprocessResult, std::string> ran = std::unexpected(written ? "" : written.error());
+  if (written) {
+    SubprocessOptions run_options;
+    run_options.timeout = std::chrono::milliseconds(int64_t(options.import_timeout_s * 1000));
+    ran = run_subprocess({options.python, options.bridge, path, "--id", id, "--source", "llm"}, run_options);
+  }
+  std::remove(path.c_str());
+  rmdir(dir);
+  if (!ran) return std::unexpected(ran.error());
+  if (!ran->ok()) {
+    std::string err = ran->err;
+    while (!err.empty() && err.back() == '\n') err.pop_back();
+    auto last = err.rfind('\n');
+    return std::unexpected("bridge " + ran->describe() + ": " + (last == std::string::npos ? err : err.substr(last + 1)));
+  }
+  Json record = Json::parse(ran->out, nullptr, false);
+  if (!record.is_object()) return std::unexpected("the bridge printed no JSON record");
+  return record;
+}
+
+namespace {
+
+// The first of `candidates` that exists; "" when none does.
+std::string first_existing(const std::vector<std::string>& candidates) {
+  for (const auto& path : candidates) {
+    if (!path.empty() && access(path.c_str(), F_OK) == 0) return path;
+  }
+  return "";
+}
+
+// Two levels above /proc/self/exe: the checkout of a tool in build/bin.
+std::string checkout_of_executable() {
+  char buffer[4096];
+  ssize_t n = readlink("/proc/self/exe", buffer, sizeof buffer - 1);
+  if (n <= 0) return "";
+  std::string path(buffer, size_t(n));
+  for (int up = 0; up < 3; ++up) path = path.substr(0, path.rfind('/'));
+  return path;
+}
+
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+}  // namespace
+
+std::string default_python(const std::string& source_dir) {
+  std::string found = first_existing({env_or_empty("CA_PYTHON"), checkout_of_executable() + "/.venv/bin/python",
+                                      source_dir + "/.venv/bin/python"});
+  return found.empty() ? "python3" : found;
+}
+
+std::string default_bridge(const std::string& source_dir) {
+  std::string dir = env_or_empty("CA_BRIDGE_DIR");
+  return first_existing({dir.empty() ? "" : dir + "/import_model.py", checkout_of_executable() + "/bridge/import_model.py",
+                         source_dir + "/bridge/import_model.py"});
+}
+
+LlmComposer::LlmComposer(std::vector<Json> records, LlmOptions options, HttpPost post)
+    : m_options(std::move(options)), m_post(std::move(post)), m_rng(m_options.seed) {
+  for (auto& record : records) {
+    if (record.value("kind", "") == "module" || record.value("usable", false)) m_pool.push_back(std::move(record));
+  }
+}
+
+std::expected<Json, LlmComposer::Failure> LlmComposer::attempt() {
+  std::vector<Json> picked;
+  size_t count = std::min<size_t>(m_pool.size(), 2 + m_rng.below(4));
+  while (picked.size() < count) picked.push_back(m_rng.pick(m_pool));
+  uint64_t seed = m_rng.next() & 0x7fffffff;
+  std::string body = chat_request(m_options, llm_prompt(picked, m_options.target_ms, m_options.device), seed).dump();
+  std::vector<std::string> headers = {"Content-Type: application/json"};
+  if (!m_options.api_key.empty()) headers.push_back("Authorization: Bearer " + m_options.api_key);
+  auto reply = m_post(m_options.url + "/chat/completions", body, headers);
+  if (!reply) return std::unexpected(Failure{"http", reply.error()});
+  auto code = code_from_reply(*reply);
+  if (!code) return std::unexpected(Failure{"no code block", code.error()});
+  char id[64];
+  std::snprintf(id, sizeof id, "llm-%llu-%06zu", static_cast<unsigned long long>(m_options.seed), m_tasks);
+  auto imported = import_model_py(*code, id, m_options);
+  if (!imported) return std::unexpected(Failure{"import", imported.error()});
+  (*imported)["seed"] = seed;
+  auto checked = check_task(*imported);
+  if (!checked) return std::unexpected(Failure{"check", checked.error()});
+  if (!m_fingerprints.insert((*checked)["meta"]["fingerprint"].get<std::string>()).second) {
+    return std::unexpected(Failure{"duplicate", "fingerprint seen before"});
+  }
+  return *checked;
+}
+
+std::expected<Json, std::string> LlmComposer::next() {
+  ++m_requests;
+  auto task = attempt();
+  if (!task) {
+    ++m_failures[task.error().reason];
+    return std::unexpected(task.error().reason + ": " + task.error().detail);
+  }
+  ++m_tasks;
+  return *task;
+}
+
+std::string LlmComposer::summary() const {
+  std::string text = std::to_string(m_tasks) + " tasks from " + std::to_string(m_requests) + " requests; failed:";
+  if (m_failures.empty()) text += " none";
+  for (const auto& [reason, count] : m_failures) text += " " + reason + " " + std::to_string(count) + ",";
+  if (text.back() == ',') text.pop_back();
+  return text;
+}
+
+}  // namespace ca
