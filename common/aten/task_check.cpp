@@ -5,11 +5,12 @@
 #include "aten/interpreter.h"
 #include "aten/tensors.h"
 #include "ir/fingerprint.h"
+#include "ir/tensor_init.h"
 #include "util/json_field.h"
 
 namespace ca {
 
-std::expected<Json, std::string> check_task(const Json& record) {
+std::expected<Json, std::string> check_task(const Json& record, const at::Device& fallback) {
   auto kind = string_field(record, "kind", "");
   if (!kind) return std::unexpected(kind.error());
   if (*kind != "task") return std::unexpected("kind: expected \"task\", got \"" + *kind + "\"");
@@ -20,9 +21,10 @@ std::expected<Json, std::string> check_task(const Json& record) {
 
   auto parsed = parse_program(**program, "program");
   if (!parsed) return std::unexpected(parsed.error());
+  if (auto files = check_file_inits(*parsed); !files) return std::unexpected("program.params: " + files.error());
   auto interpreter = Interpreter::create(*parsed, "program");
   if (!interpreter) return std::unexpected(interpreter.error());
-  auto shapes = interpreter->infer_shapes();
+  auto shapes = interpreter->infer_shapes(fallback);
   if (!shapes) return std::unexpected(shapes.error());
 
   Json out = record;

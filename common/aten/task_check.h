@@ -5,12 +5,15 @@
 #include <expected>
 #include <string>
 
+#include <ATen/ATen.h>
+
 #include "util/jsonl.h"
 
 namespace ca {
 
-/// Validates record.program fully (structure, schemas, shapes) and returns the
+/// Validates record.program fully (structure, param files, schemas, shapes) and returns the
 /// record with `meta` completed; other fields pass through. Errors name the field.
-std::expected<Json, std::string> check_task(const Json& record);
+/// Nodes without a meta kernel are shape-checked on `fallback` (Interpreter::infer_shapes).
+std::expected<Json, std::string> check_task(const Json& record, const at::Device& fallback = at::kCPU);
 
 }  // namespace ca

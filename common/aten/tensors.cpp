@@ -30,8 +30,10 @@ std::optional<DType> from_scalar_type(at::ScalarType type) {
 
 at::Tensor make_tensor(const TensorSpec& spec, uint64_t seed, uint64_t stream, const at::Device& device) {
   // The runner makes its inputs with the same make_tensor_bytes, so both sides hold the same bytes by construction.
-  std::vector<uint8_t> bytes = make_tensor_bytes(spec, seed, stream);
-  at::Tensor host = at::from_blob(bytes.data(), spec.shape, at::TensorOptions().dtype(to_scalar_type(spec.dtype))).clone();
+  auto bytes = make_tensor_bytes(spec, seed, stream);
+  // Only a file init can fail; callers check files first (check_file_inits), so this means one changed since.
+  TORCH_CHECK(bytes.has_value(), bytes.error());
+  at::Tensor host = at::from_blob(bytes->data(), spec.shape, at::TensorOptions().dtype(to_scalar_type(spec.dtype))).clone();
   return host.to(device);
 }
 

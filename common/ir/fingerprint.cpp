@@ -95,6 +95,9 @@ std::string_view dist_name(Dist dist) {
     case Dist::zeros: return "zeros";
     case Dist::randint: return "randint";
     case Dist::constant: return "constant";
+    // Neither path nor key: weights are data, like the values a seed draws, so
+    // moving or renaming the file keeps the fingerprint.
+    case Dist::file: return "file";
   }
   return "?";
 }

@@ -20,7 +20,7 @@ constexpr std::string_view k_python_keywords[] = {
     "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
 
 // Names the rendered file itself uses inside functions.
-constexpr std::string_view k_file_names[] = {"torch", "self", "Model", "super", "float", "get_inputs", "get_init_inputs"};
+constexpr std::string_view k_file_names[] = {"torch", "safetensors", "self", "Model", "super", "float", "get_inputs", "get_init_inputs"};
 
 // dir(torch.nn.Module()) without dunders (torch 2.x): a param with one of these
 // names would replace a method or make register_parameter fail.
@@ -219,6 +219,8 @@ std::string init_expr(const TensorSpec& spec) {
       std::string value = is_floating(spec.dtype) ? py_float(init.a) : std::to_string(int64_t(init.a));
       return "torch.full(" + shape + ", " + value + ", " + dtype + ")";
     }
+    // The same values as the harness: the file holds them.
+    case Dist::file: return "safetensors.torch.load_file(" + py_string(init.path) + ")[" + py_string(init.key) + "]";
   }
   return empty;
 }
@@ -279,7 +281,8 @@ std::string header(std::string_view title) {
 std::string render_model_py(const Program& program, std::string_view title) {
   PyNames names(program);
   std::string out = header(title);
-  out += "import torch\n\n\nclass Model(torch.nn.Module):\n";
+  bool reads_files = !param_files(program).empty();
+  out += std::string(reads_files ? "import safetensors.torch\n" : "") + "import torch\n\n\nclass Model(torch.nn.Module):\n";
   out += "    def __init__(self):\n        super().__init__()\n";
   for (const auto& spec : program.params) {
     const std::string& id = names.id(spec.name);

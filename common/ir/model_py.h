@@ -13,7 +13,7 @@
 // str argument takes one of those values.
 //
 // Value names that are Python keywords, or that would shadow what the file
-// uses (torch, self, Model, super, float, get_inputs, get_init_inputs; for
+// uses (torch, safetensors, self, Model, super, float, get_inputs, get_init_inputs; for
 // params, any torch.nn.Module attribute), get '_' appended until unique.
 #pragma once
 

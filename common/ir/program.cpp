@@ -14,10 +14,10 @@ using Error = std::unexpected<std::string>;
 struct DistInfo {
   Dist dist;
   std::string_view name;
-  int params;  // how many numbers follow the name in {"uniform": [lo, hi]}
+  int params;  // how many numbers follow the name in {"uniform": [lo, hi]}; file takes {"path", "key"} instead
 };
 
-constexpr std::array<DistInfo, 9> k_dists = {{
+constexpr std::array<DistInfo, 10> k_dists = {{
     {Dist::rand, "rand", 0},
     {Dist::randn, "randn", 0},
     {Dist::uniform, "uniform", 2},
@@ -27,6 +27,7 @@ constexpr std::array<DistInfo, 9> k_dists = {{
     {Dist::zeros, "zeros", 0},
     {Dist::randint, "randint", 2},
     {Dist::constant, "constant", 1},
+    {Dist::file, "file", 0},
 }};
 
 std::vector<std::string> dist_names() {
@@ -43,6 +44,19 @@ bool is_identifier(const std::string& name) {
   return true;
 }
 
+// {"file": {"path": "weights.safetensors", "key": "conv.weight"}}; the file is
+// read when the tensor is made, not here, so parsing needs no file system.
+std::expected<Init, std::string> parse_file_init(const Json& json, std::string_view path) {
+  if (!json.is_object()) return Error(std::string(path) + ": 'file' needs {\"path\": ..., \"key\": ...}");
+  if (auto ok = check_known_fields(json, {"path", "key"}, path); !ok) return Error(ok.error());
+  auto file = string_field(json, "path", path);
+  if (!file) return Error(file.error());
+  auto key = string_field(json, "key", path);
+  if (!key) return Error(key.error());
+  if (file->empty() || key->empty()) return Error(std::string(path) + ": path and key must not be empty");
+  return Init{Dist::file, 0, 1, *file, *key};
+}
+
 std::expected<Init, std::string> parse_init(const Json& json, std::string_view path) {
   std::string name;
   const Json* numbers = nullptr;
@@ -54,8 +68,10 @@ std::expected<Init, std::string> parse_init(const Json& json, std::string_view p
   } else {
     return Error(std::string(path) + ": expected a distribution name or {\"name\": [numbers]}, got " + json_type(json));
   }
+  if (name == "file" && numbers != nullptr) return parse_file_init(*numbers, field_path(path, "file"));
   for (const auto& d : k_dists) {
     if (d.name != name) continue;
+    if (d.dist == Dist::file) return Error(std::string(path) + ": 'file' needs {\"path\": ..., \"key\": ...}");
     Init init{d.dist, 0, 1};
     if (d.params == 0) {
       if (numbers != nullptr) return Error(std::string(path) + ": '" + name + "' takes no numbers");
@@ -266,6 +282,7 @@ std::expected<Program, std::string> parse_program(const Json& json, std::string_
 }
 
 Json to_json(const Init& init) {
+  if (init.dist == Dist::file) return Json::object({{"file", Json::object({{"path", init.path}, {"key", init.key}})}});
   for (const auto& d : k_dists) {
     if (d.dist != init.dist) continue;
     if (d.params == 0) return std::string(d.name);

@@ -15,12 +15,14 @@
 namespace ca {
 
 /// How a tensor's values are drawn (documented in docs/IR.md).
-enum class Dist { rand, randn, uniform, normal, kaiming_uniform, ones, zeros, randint, constant };
+enum class Dist { rand, randn, uniform, normal, kaiming_uniform, ones, zeros, randint, constant, file };
 
 struct Init {
   Dist dist = Dist::randn;
   double a = 0;  // uniform/randint: low; normal: mean; constant: value
   double b = 1;  // uniform/randint: high; normal: std
+  std::string path{};  // file: a safetensors file, relative to the current directory
+  std::string key{};   // file: the tensor's name in it
 };
 
 struct TensorSpec {

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "ir/safetensors.h"
+
 namespace ca {
 namespace {
 
@@ -71,7 +73,8 @@ uint16_t float_to_bfloat16_bits(float value) {
   return uint16_t((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
 }
 
-std::vector<uint8_t> make_tensor_bytes(const TensorSpec& spec, uint64_t seed, uint64_t stream) {
+std::expected<std::vector<uint8_t>, std::string> make_tensor_bytes(const TensorSpec& spec, uint64_t seed, uint64_t stream) {
+  if (spec.init.dist == Dist::file) return read_safetensors_tensor(spec.init.path, spec.init.key, spec.dtype, spec.shape);
   const auto count = size_t(spec.numel());
   std::vector<uint8_t> bytes;
   // float32 and int64 are drawn straight into the result: tensors reach GBs, and a second copy would double the peak.
@@ -113,6 +116,35 @@ std::vector<uint8_t> make_tensor_bytes(const TensorSpec& spec, uint64_t seed, ui
   return bytes;
 }
 
+std::vector<std::string> param_files(const Program& program) {
+  std::vector<std::string> files;
+  for (const auto* specs : {&program.inputs, &program.params}) {
+    for (const auto& spec : *specs) {
+      if (spec.init.dist == Dist::file && std::find(files.begin(), files.end(), spec.init.path) == files.end()) {
+        files.push_back(spec.init.path);
+      }
+    }
+  }
+  return files;
+}
+
+std::expected<void, std::string> check_file_inits(const Program& program) {
+  for (const auto* specs : {&program.inputs, &program.params}) {
+    for (const auto& spec : *specs) {
+      if (spec.init.dist != Dist::file) continue;
+      auto entries = read_safetensors_header(spec.init.path);
+      if (!entries) return std::unexpected("tensor '" + spec.name + "': " + entries.error());
+      auto it = std::find_if(entries->begin(), entries->end(), [&](const auto& e) { return e.key == spec.init.key; });
+      if (it == entries->end()) return std::unexpected("tensor '" + spec.name + "': " + spec.init.path + ": no tensor '" + spec.init.key + "'");
+      if (it->dtype != spec.dtype || it->shape != spec.shape) {
+        return std::unexpected("tensor '" + spec.name + "': " + spec.init.path + ": tensor '" + spec.init.key +
+                               "' differs from the spec in dtype or shape");
+      }
+    }
+  }
+  return {};
+}
+
 float kaiming_bound(const TensorSpec& spec) {
   int64_t fan_in = spec.shape.size() == 1 ? spec.shape[0] : spec.shape[1];
   for (size_t i = 2; i < spec.shape.size(); ++i) fan_in *= spec.shape[i];
@@ -133,13 +165,14 @@ void fill_floats(const TensorSpec& spec, uint64_t seed, uint64_t stream, std::sp
       case Dist::zeros: out[i] = 0.0f; break;
       case Dist::randint: out[i] = std::floor(a + (b - a) * uniform_at(seed, stream, i)); break;
       case Dist::constant: out[i] = a; break;
+      case Dist::file: return;
     }
   }
 }
 
 void fill_ints(const TensorSpec& spec, uint64_t seed, uint64_t stream, std::span<int64_t> out) {
   if (spec.init.dist != Dist::randint) {
-    // parse_program allows only constant distributions besides randint here.
+    // parse_program allows only constant distributions besides randint here (file inits are read, not filled).
     int64_t value = spec.init.dist == Dist::ones ? 1 : spec.init.dist == Dist::zeros ? 0 : int64_t(spec.init.a);
     std::fill(out.begin(), out.end(), value);
     return;

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <expected>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "ir/philox.h"
@@ -13,7 +15,8 @@
 namespace ca {
 
 /// Fills `out` (spec.numel() values) for a floating-point spec, in float32;
-/// callers round to narrower types. Distributions are documented in docs/IR.md.
+/// callers round to narrower types. Distributions are documented in docs/IR.md;
+/// a file init is not drawn (make_tensor_bytes reads it), so it leaves `out` as is.
 void fill_floats(const TensorSpec& spec, uint64_t seed, uint64_t stream, std::span<float> out);
 
 /// Fills `out` for an integer or bool spec.
@@ -22,8 +25,17 @@ void fill_ints(const TensorSpec& spec, uint64_t seed, uint64_t stream, std::span
 /// The bytes of one tensor, in its dtype, contiguous: values from fill_floats/fill_ints then converted exactly as
 /// ATen's Tensor.to(dtype) converts float32 (round to nearest even for float16/bfloat16; float64 exact) and int64
 /// (truncation to narrower ints, nonzero -> true for bool). Both the trusted side and the runner make tensors
-/// with it, so their inputs are identical by construction.
-std::vector<uint8_t> make_tensor_bytes(const TensorSpec& spec, uint64_t seed, uint64_t stream);
+/// with it, so their inputs are identical by construction. A file init returns the file's bytes for its key
+/// (ir/safetensors.h); the error, the only one possible, names the file and the key.
+std::expected<std::vector<uint8_t>, std::string> make_tensor_bytes(const TensorSpec& spec, uint64_t seed, uint64_t stream);
+
+/// The distinct files that the program's file inits read, in order of first use
+/// (as written: relative paths resolve against the current directory).
+std::vector<std::string> param_files(const Program& program);
+
+/// Checks that every file init names a readable file holding its key with the
+/// spec's dtype and shape (reading headers only); errors name the tensor, file and key.
+std::expected<void, std::string> check_file_inits(const Program& program);
 
 /// float32 -> float16 / bfloat16 bits, rounding to nearest even as c10::Half and c10::BFloat16 do.
 uint16_t float_to_half_bits(float value);

@@ -131,7 +131,7 @@ TEST_F(CudaRunnerTest, ReluOnTheDeviceMatchesTheHostDrawAndTheContextFollowsTheA
   for (size_t call = 0; call < 3; ++call) {
     EXPECT_EQ(log.calls[call].rc, 0) << "call " << call << ": see the return codes in k_checks_context";
     EXPECT_TRUE(log.calls[call].cuda_error.empty()) << log.calls[call].cuda_error;
-    std::vector<float> input = as_floats(make_tensor_bytes(x, r.calls[call].seed, 0));
+    std::vector<float> input = as_floats(make_tensor_bytes(x, r.calls[call].seed, 0).value());
     std::vector<float> output = as_floats(output_file(call));
     ASSERT_EQ(output.size(), input.size());
     for (size_t i = 0; i < input.size(); ++i)
@@ -173,7 +173,7 @@ TEST_F(CudaRunnerTest, WorkOnTheCandidatesOwnStreamIsWaitedForAndTimed) {
   RunLog log = results();
   ASSERT_EQ(log.calls.size(), 1u);
   EXPECT_GT(log.calls[0].wall_us, 10000.0) << "the spin of ~50 ms must fall inside the timed region";
-  std::vector<float> input = as_floats(make_tensor_bytes(x, 9, 0));
+  std::vector<float> input = as_floats(make_tensor_bytes(x, 9, 0).value());
   std::vector<float> output = as_floats(output_file(0));
   ASSERT_EQ(output.size(), input.size());
   for (size_t i = 0; i < input.size(); ++i) ASSERT_EQ(output[i], std::max(input[i], 0.0f)) << i;

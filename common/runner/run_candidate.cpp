@@ -116,11 +116,12 @@ std::expected<CallRun, RunError> run_call(const RunRequest& request, size_t inde
   const std::vector<TensorSpec>& tensors = call.tensors_or(request.tensors);
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorSpec& spec = tensors[i];
-    std::vector<uint8_t> drawn = make_tensor_bytes(spec, call.seed, i);
-    hashes.push_back(hash_bytes(drawn));
-    auto buffer = device.fresh_copy(drawn, "input '" + spec.name + "'");
+    auto drawn = make_tensor_bytes(spec, call.seed, i);
+    if (!drawn) return Error({RunFailure::bad_request, drawn.error()});  // a param file that cannot be read
+    hashes.push_back(hash_bytes(*drawn));
+    auto buffer = device.fresh_copy(*drawn, "input '" + spec.name + "'");
     if (!buffer) return Error(buffer.error());
-    inputs.add(spec.shape, spec.dtype, *buffer, drawn.size());
+    inputs.add(spec.shape, spec.dtype, *buffer, drawn->size());
   }
   inputs.finish();
 

@@ -102,7 +102,7 @@ TEST_F(RunnerTest, ReluOutputsEqualReluOfTheSharedInputsForEachSeed) {
     EXPECT_TRUE(log.calls[call].ok());
     EXPECT_EQ(log.calls[call].seed, r.calls[call].seed);
     EXPECT_GE(log.calls[call].wall_us, 0.0);
-    std::vector<float> input = as_floats(make_tensor_bytes(call == 0 ? x : x_signed, r.calls[call].seed, 0));
+    std::vector<float> input = as_floats(make_tensor_bytes(call == 0 ? x : x_signed, r.calls[call].seed, 0).value());
     std::vector<float> output = as_floats(output_file(call));
     ASSERT_EQ(output.size(), input.size());
     for (size_t i = 0; i < input.size(); ++i) ASSERT_EQ(output[i], std::max(input[i], 0.0f)) << "call " << call << " element " << i;

@@ -1,5 +1,9 @@
-// ca-crawl: bring operators, modules and hand-written tasks in as JSONL records.
+// ca-crawl: bring operators, modules, hand-written tasks and KernelBench problems in as JSONL records.
 
+#include <filesystem>
+#include <map>
+
+#include "aten/kernelbench.h"
 #include "aten/op_catalog.h"
 #include "aten/task_check.h"
 #include "crawl/module_records.h"
@@ -9,6 +13,57 @@
 #include "util/record_output.h"
 
 using namespace ca;
+
+namespace {
+
+// ca-crawl kernelbench: one record per problem file, in the bridge's order; a
+// problem that fails anywhere is reported and written as an import_error record.
+ExitCode import_kernelbench(KernelbenchImport options, const std::string& output) {
+  for (const auto& dir : options.dirs) {
+    if (!std::filesystem::is_directory(dir)) {
+      error(dir, "no such directory");
+      return ExitCode::no_input;
+    }
+  }
+  if (options.params_dir.empty()) {
+    auto parent = std::filesystem::path(output).parent_path();
+    options.params_dir = output == "-" || parent.empty() ? "." : parent.string();
+  }
+  auto records = run_import_bridge(options);
+  if (!records) {
+    error(records.error());
+    return records.error() == "interrupted" ? ExitCode::interrupted : ExitCode::data_error;
+  }
+  std::map<std::string, std::pair<int, int>> per_level;  // "level 1" -> (imported, problems)
+  int imported = 0;
+  ExitCode code = write_records(output, [&](JsonlWriter& writer) {
+    for (const auto& record : *records) {
+      auto level = record.value("level", Json()).is_number() ? "level " + std::to_string(record["level"].get<int>()) : "other";
+      ++per_level[level].second;
+      std::expected<Json, std::string> done = record.value("kind", "") == "import_error"
+                                                  ? std::unexpected(record.value("error", "import failed"))
+                                                  : finish_import(record, options);
+      Json out = done ? *done : import_error_record(record, done.error());
+      if (done) {
+        ++imported;
+        ++per_level[level].first;
+      } else {
+        error(record.value("file", record.value("id", "?")), done.error());
+      }
+      if (auto stop = emit(writer, out)) return *stop;
+    }
+    return imported == int(records->size()) ? ExitCode::ok : ExitCode::some_failed;
+  });
+  std::string summary = "imported " + std::to_string(imported) + " of " + std::to_string(records->size());
+  std::string levels;
+  for (const auto& [level, counts] : per_level) {
+    levels += (levels.empty() ? "" : ", ") + level + ": " + std::to_string(counts.first) + "/" + std::to_string(counts.second);
+  }
+  note(summary + (levels.empty() ? "" : " (" + levels + ")"));
+  return code;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   ToolCli cli("ca-crawl", "Bring operators, nn.Module classes and hand-written tasks in as JSONL records.");
@@ -32,6 +87,19 @@ int main(int argc, char** argv) {
   bool fail_fast = false;
   tasks->add_option("FILE", inputs, "Task JSONL files, - for stdin")->capture_default_str();
   tasks->add_flag("--fail-fast", fail_fast, "Stop at the first bad record");
+
+  auto* kernelbench = cli.app().add_subcommand("kernelbench", "Import KernelBench problem files as task records through torch.export");
+  KernelbenchImport import;
+  std::string device = "cpu";
+  kernelbench->add_option("DIR", import.dirs, "Folders of problem files (levelN gives level N)")->required();
+  kernelbench->add_option("--scale", import.scale, "Divide literal sizes >= 16 by S, to no less than 16")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  kernelbench->add_option("--params-dir", import.params_dir, "Where the weights go (default: the output's folder)");
+  kernelbench->add_option("--dump", import.dump_dir, "Write each task's inputs and interpreter outputs here");
+  kernelbench->add_option("--device", device, "Device of the dump and of shape checking's fallback")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
 
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
 
@@ -66,7 +134,14 @@ int main(int argc, char** argv) {
     }));
   }
 
+  if (kernelbench->parsed()) {
+    import.seed = cli.common().seed;
+    import.device = device == "cuda" ? at::Device(at::kCUDA) : at::Device(at::kCPU);
+    return to_int(import_kernelbench(import, output));
+  }
+
   return to_int(write_records(output, [&](JsonlWriter& writer) {
-    return transform_records(inputs, writer, fail_fast ? OnBadRecord::stop : OnBadRecord::skip, check_task);
+    return transform_records(inputs, writer, fail_fast ? OnBadRecord::stop : OnBadRecord::skip,
+                             [](const Json& record) { return check_task(record); });
   }));
 }
