@@ -45,13 +45,15 @@ Json chat_request(const LlmOptions& options, const std::string& prompt, uint64_t
 
 std::expected<std::string, std::string> code_from_reply(const std::string& body) {
   Json reply = Json::parse(body, nullptr, false);
-  const Json* content = nullptr;
+  Json content;
   if (reply.is_object() && reply.contains("choices") && reply["choices"].is_array() && !reply["choices"].empty()) {
-    const Json& message = reply["choices"][0].value("message", Json::object());
-    if (message.contains("content") && message["content"].is_string()) content = &message["content"];
+    const Json& choice = reply["choices"][0];
+    if (choice.is_object() && choice.contains("message") && choice["message"].is_object()) {
+      content = choice["message"].value("content", Json());
+    }
   }
-  if (!content) return std::unexpected("not a chat completion: no choices[0].message.content");
-  std::string text = content->get<std::string>();
+  if (!content.is_string()) return std::unexpected("not a chat completion: no choices[0].message.content");
+  std::string text = content.get<std::string>();
   size_t fence = text.find("```python");
   size_t start = fence == std::string::npos ? text.find("```") : fence;
   if (start == std::string::npos) return std::unexpected("no code block in the reply");

@@ -20,6 +20,7 @@ TEST(CodeFromReplyTest, SaysWhatIsMissing) {
   EXPECT_EQ(code_from_reply(reply_with("no code here")).error(), "no code block in the reply");
   EXPECT_EQ(code_from_reply(reply_with("```python\nopen")).error(), "no code block in the reply (unclosed fence)");
   EXPECT_EQ(code_from_reply("{\"error\":\"busy\"}").error(), "not a chat completion: no choices[0].message.content");
+  EXPECT_EQ(code_from_reply("{\"choices\":[1]}").error(), "not a chat completion: no choices[0].message.content");
   EXPECT_EQ(code_from_reply("not json").error(), "not a chat completion: no choices[0].message.content");
 }
 
