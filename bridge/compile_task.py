@@ -3,12 +3,18 @@ AOTInductor package that C++ loads (DESIGN §7: the compiled baseline).
 
 The package takes the program's inputs and then its params as arguments, so
 no weights are embedded: packages stay small and one package serves every
-seed. Usage:
+seed. Shapes are static: one package per program. Usage:
 
-    python compile_task.py TASK.json PACKAGE.pt2 --device cpu|cuda
+    python compile_task.py TASK.json PACKAGE.pt2 --device cpu|cuda [--allow-tf32]
+                           [--expect-torch VERSION]
 
-TASK.json holds one task record (or just its program). Prints one JSON line:
-{"package": ..., "seconds": ..., "torch": ...}. Errors go to stderr, exit 1.
+TASK.json holds one task record (or just its program); PACKAGE.pt2 must end in
+.pt2. --allow-tf32 lets float32 matmuls and convolutions use TF32 (both off
+otherwise, cuDNN's PyTorch default included). --expect-torch refuses, before
+compiling, a torch whose version without its local part ("2.11.0" of
+"2.11.0+cu130") differs: the C++ side that loads the package must be the same
+LibTorch. Prints one JSON line: {"package", "seconds", "torch", "device",
+"allow_tf32"}. Errors go to stderr as one "compile_task.py: error:" line, exit 1.
 """
 import argparse
 import json
@@ -100,16 +106,30 @@ def main():
     parser.add_argument("task")
     parser.add_argument("package")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--allow-tf32", action="store_true")
+    parser.add_argument("--expect-torch", metavar="VERSION")
     args = parser.parse_args()
+    if args.expect_torch and torch.__version__.split("+")[0] != args.expect_torch:
+        raise RuntimeError(f"torch {torch.__version__} here, but the loader is LibTorch {args.expect_torch}: "
+                           "use the Python of the virtualenv LibTorch came from")
+    # Both flags set explicitly: cuDNN's default is on, and the package must
+    # match the cache key's mode whatever the defaults are.
+    torch.backends.cuda.matmul.allow_tf32 = args.allow_tf32
+    torch.backends.cudnn.allow_tf32 = args.allow_tf32
     with open(args.task) as f:
         record = json.load(f)
     program = record.get("program", record)
     started = time.time()
     with torch.no_grad():
         module = Program(program, torch.device(args.device)).eval()
-        exported = torch.export.export(module, tuple(example_tensors(program, args.device)))
+        exported = torch.export.export(module, tuple(example_tensors(program, args.device)), dynamic_shapes=None)
+        # The loader checks tensors against the program's fixed shapes; a
+        # symbolic size would mean the package is not specialised to them.
+        if exported.range_constraints:
+            raise RuntimeError(f"export produced dynamic shapes: {exported.range_constraints}")
         path = torch._inductor.aoti_compile_and_package(exported, package_path=args.package)
-    print(json.dumps({"package": path, "seconds": round(time.time() - started, 3), "torch": torch.__version__}))
+    print(json.dumps({"package": path, "seconds": round(time.time() - started, 3), "torch": torch.__version__,
+                      "device": args.device, "allow_tf32": args.allow_tf32}))
 
 
 if __name__ == "__main__":
