@@ -53,4 +53,16 @@ std::expected<Json, std::string> workspace_candidate(const std::string& dir, con
   return Json{{"kind", "candidate"}, {"task_id", task.value("id", "")}, {"task", task}, {"backend", backend}, {"files", files}};
 }
 
+std::expected<std::map<std::string, std::string>, std::string> candidate_files(const Json& candidate) {
+  auto files = require_field(candidate, "files", "");
+  if (!files) return std::unexpected(files.error());
+  if (!(*files)->is_object() || (*files)->empty()) return std::unexpected("files: expected an object of path -> source");
+  std::map<std::string, std::string> out;
+  for (auto it = (*files)->begin(); it != (*files)->end(); ++it) {
+    if (!it->is_string()) return std::unexpected(field_path("files", it.key()) + ": expected the file's text");
+    out[it.key()] = it->get<std::string>();
+  }
+  return out;
+}
+
 }  // namespace ca

@@ -16,6 +16,9 @@ std::expected<std::map<std::string, Json>, std::string> load_tasks(const std::st
 /// The task for `candidate`: its embedded `task`, else tasks[candidate.task_id].
 std::expected<Json, std::string> task_of(const Json& candidate, const std::map<std::string, Json>& tasks);
 
+/// The candidate's `files` as path -> source. Errors name the field.
+std::expected<std::map<std::string, std::string>, std::string> candidate_files(const Json& candidate);
+
 /// A candidate record made from a workspace: task.json and every file under kernels/.
 std::expected<Json, std::string> workspace_candidate(const std::string& dir, const std::string& backend);
 

@@ -75,6 +75,11 @@ std::expected<Json, std::string> add_reward(const Json& record, const RewardOpti
   }
   auto profile = record.find("profile");
   bool profiled = profile != record.end() && profile->is_object();
+  // A candidate that was wrong while timed (EXPLOITS B12) or faster than physics (C10) is wrong.
+  if (profiled && profile->value("ok", true) == false && !profile->contains("skipped")) {
+    out["reward"] = reward(-1, rule, "profiling failed at stage '" + profile->value("stage", "?") + "': " + profile->value("message", ""));
+    return out;
+  }
   auto vs_eager = profiled ? speedup(*profile, "vs_eager") : std::nullopt;
   auto vs_compile = profiled ? speedup(*profile, "vs_compile") : std::nullopt;
   if (rule == RewardRule::binary || !vs_eager) {

@@ -25,8 +25,10 @@ struct RewardOptions {
 };
 
 /// Returns `record` with `reward: {value, rule, reason}` added. A record
-/// without `verify` is an error (the reward needs a verdict); a missing or
-/// failed profile caps the reward at 1, a missing compile time at 2, and the
+/// without `verify` is an error (the reward needs a verdict). A profile with
+/// ok false is -1 like a failed verdict (a timed call was wrong, or its time
+/// below the speed-of-light floor), unless it says `skipped`; a missing or
+/// skipped profile caps the reward at 1, a missing compile time at 2, and the
 /// reason says so.
 std::expected<Json, std::string> add_reward(const Json& record, const RewardOptions& options);
 

@@ -63,3 +63,20 @@ TEST(RewardTest, VariantsAndErrors) {
 }
 
 }  // namespace ca
+
+namespace ca {
+
+TEST(RewardTest, FailedProfileIsWrongButSkippedProfileCapsAtOne) {
+  Json wrong_while_timed = speeds(5, 5);
+  wrong_while_timed.update({{"ok", false}, {"stage", "compare"}, {"message", "round 2/5, call 3, output 0: max_abs 1"}});
+  auto out = add_reward(record(true, wrong_while_timed), {});
+  ASSERT_TRUE(out);
+  EXPECT_EQ((*out)["reward"]["value"], -1);
+  EXPECT_NE((*out)["reward"]["reason"].get<std::string>().find("profiling failed at stage 'compare'"), std::string::npos);
+  EXPECT_EQ(value_of(record(true, {{"ok", false}, {"skipped", "verification failed"}})), 1);
+  Json fine = speeds(5, 5);
+  fine["ok"] = true;
+  EXPECT_EQ(value_of(record(true, fine)), 3);
+}
+
+}  // namespace ca

@@ -13,6 +13,7 @@
 #include "ca_kernel.h"
 #include "ir/program.h"
 #include "runner/run_candidate.h"
+#include "timing/clock.h"
 
 namespace ca {
 
@@ -41,6 +42,8 @@ class Device {
   virtual std::expected<void, RunError> before_call() = 0;
   /// Right after ca_forward: waits for all work on the device, whatever stream it was queued on (EXPLOITS C1).
   virtual CallOutcome after_call() = 0;
+  /// The timer of every call, the same method the trusted side times the baselines with.
+  virtual CallClock& clock() = 0;
   /// Scratch for ctx->workspace, filled with 0xFF bytes (a NaN in every float dtype); NULL when it cannot be had.
   virtual void* scratch(size_t bytes) = 0;
   /// After the call's outputs were read: frees the scratch and retires the call's buffers.

@@ -59,6 +59,8 @@ class CpuDevice final : public Device {
   std::expected<void, RunError> before_call() override { return {}; }
   CallOutcome after_call() override { return {}; }
 
+  CallClock& clock() override { return *m_clock; }
+
   void* scratch(size_t bytes) override {
     uint8_t* data = allocate_aligned(bytes);
     if (data == nullptr) return nullptr;
@@ -95,6 +97,7 @@ class CpuDevice final : public Device {
   std::unordered_set<uintptr_t> m_seen;
   std::vector<Block> m_call;     // this call's inputs and outputs
   std::vector<Block> m_scratch;  // this call's workspace
+  std::unique_ptr<CallClock> m_clock = make_cpu_clock();
 };
 
 }  // namespace

@@ -23,8 +23,8 @@ std::string describe(cudaError_t error) {
 
 class CudaDevice final : public Device {
  public:
-  CudaDevice(int32_t index, cudaStream_t stream, cublasHandle_t cublas)
-      : m_index(index), m_stream(stream), m_cublas(cublas) {}
+  CudaDevice(int32_t index, cudaStream_t stream, cublasHandle_t cublas, std::unique_ptr<CallClock> clock)
+      : m_index(index), m_stream(stream), m_cublas(cublas), m_clock(std::move(clock)) {}
   CudaDevice(const CudaDevice&) = delete;
   CudaDevice& operator=(const CudaDevice&) = delete;
 
@@ -80,10 +80,8 @@ class CudaDevice final : public Device {
     if (cudaError_t error = cudaDeviceSynchronize(); error != cudaSuccess) {
       return Error({RunFailure::context_lost, "the device failed before the call: " + describe(error)});
     }
-    // EXPLOITS C8: no persisting L2 lines, limit or access-policy window survive an earlier call. A device without
-    // persisting L2 refuses these harmlessly; the errors are cleared below.
-    cudaCtxResetPersistingL2Cache();
-    cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
+    // EXPLOITS C8: no access-policy window survives an earlier call (the clock's prepare() drops persisting lines
+    // and the limit). A device without persisting L2 refuses this harmlessly; the error is cleared below.
     cudaStreamAttrValue no_window{};
     cudaStreamSetAttribute(m_stream, cudaStreamAttributeAccessPolicyWindow, &no_window);
     // The handle is shared by every call, so settings a call changed (TF32 math, device pointers) are put back.
@@ -109,6 +107,8 @@ class CudaDevice final : public Device {
     // A launch error is cleared by cudaGetLastError; a sticky one comes back from every later call.
     return {describe(error), cudaDeviceSynchronize() != cudaSuccess};
   }
+
+  CallClock& clock() override { return *m_clock; }
 
   void* scratch(size_t bytes) override {
     // Clearing cudaMalloc's error below must not also clear a launch error the candidate made before asking.
@@ -176,6 +176,7 @@ class CudaDevice final : public Device {
   int32_t m_index;
   cudaStream_t m_stream;
   cublasHandle_t m_cublas;
+  std::unique_ptr<CallClock> m_clock;
   cudaError_t m_pending = cudaSuccess;  // a launch error seen while handing out scratch
   std::unordered_set<uintptr_t> m_seen;
   std::vector<void*> m_call;     // this call's inputs and outputs
@@ -207,7 +208,9 @@ std::expected<std::unique_ptr<Device>, RunError> make_cuda_device(int32_t device
   cublasHandle_t cublas = nullptr;
   if (cublasCreate(&cublas) != CUBLAS_STATUS_SUCCESS) cublas = nullptr;
   cudaGetLastError();
-  return std::make_unique<CudaDevice>(device_index, stream, cublas);
+  auto clock = make_cuda_clock(device_index, stream);
+  if (!clock) return Error({RunFailure::no_device, clock.error()});
+  return std::make_unique<CudaDevice>(device_index, stream, cublas, std::move(*clock));
 }
 
 int cuda_device_count() {

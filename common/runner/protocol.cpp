@@ -233,7 +233,8 @@ Json to_json(const CallReport& result) {
                {"rc", result.rc},
                {"inputs_changed", result.inputs_changed},
                {"changed_inputs", result.changed_inputs},
-               {"wall_us", result.wall_us}};
+               {"wall_us", result.wall_us},
+               {"device_us", result.device_us}};
   if (!result.cuda_error.empty()) json["cuda_error"] = result.cuda_error;
   json["ok"] = result.ok();
   return json;
@@ -273,6 +274,13 @@ std::expected<CallReport, std::string> parse_call_result(const Json& json, std::
   auto wall_value = as_number(**wall, field_path(where, "wall_us"));
   if (!wall_value) return Error(wall_value.error());
   result.wall_us = *wall_value;
+  // Optional: a runner of an earlier version wrote only the host clock.
+  result.device_us = result.wall_us;
+  if (auto device = json.find("device_us"); device != json.end()) {
+    auto value = as_number(*device, field_path(where, "device_us"));
+    if (!value) return Error(value.error());
+    result.device_us = *value;
+  }
   if (auto error = json.find("cuda_error"); error != json.end()) {
     auto text = as_string(*error, field_path(where, "cuda_error"));
     if (!text) return Error(text.error());

@@ -65,14 +65,15 @@ struct CallReport {
   int64_t rc = 0;  // what ca_forward returned
   bool inputs_changed = false;
   std::vector<uint64_t> changed_inputs;  // indices into RunRequest::tensors
-  double wall_us = 0;                    // host wall time of the ca_forward call (cuda: up to the device-wide sync)
+  double wall_us = 0;    // host clock of the ca_forward call (cuda: up to the device-wide sync); timing/clock.h
+  double device_us = 0;  // device clock: cuda events on the call's stream (-1: none); cpu: the host clock
   /// cuda: "<name>: <cudaGetErrorString>" of an error the call left (a failed launch, an illegal address); "" when
   /// none. A call with a CUDA error has no output file.
   std::string cuda_error;
   bool ok() const { return rc == 0 && !inputs_changed && cuda_error.empty(); }
 };
 
-/// {"call","seed","rc","inputs_changed","changed_inputs","wall_us","ok"}, plus "cuda_error" when there was one.
+/// {"call","seed","rc","inputs_changed","changed_inputs","wall_us","device_us","ok"}, plus "cuda_error" when there was one.
 Json to_json(const CallReport& result);
 /// {"event":"loaded"}: dlopen and dlsym succeeded; written before the first call.
 Json loaded_event();

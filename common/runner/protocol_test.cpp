@@ -105,8 +105,8 @@ TEST(ProtocolTest, InvalidJsonGivesItsPosition) {
 }
 
 TEST(ProtocolTest, ResultsParseEventsAndCallsAndIgnoreACutOffLine) {
-  CallReport first{0, 5, 0, false, {}, 12.5, ""};
-  CallReport second{1, 6, 3, true, {1}, 7.0, ""};
+  CallReport first{0, 5, 0, false, {}, 12.5, 11.0, ""};
+  CallReport second{1, 6, 3, true, {1}, 7.0, 7.0, ""};
   std::string text = loaded_event().dump() + "\n" + to_json(first).dump() + "\n" + to_json(second).dump() + "\n" +
                      R"({"call":2,"seed":9,"rc":0,"inp)";
   auto log = parse_results(text);
@@ -116,6 +116,7 @@ TEST(ProtocolTest, ResultsParseEventsAndCallsAndIgnoreACutOffLine) {
   ASSERT_EQ(log->calls.size(), 2u);
   EXPECT_TRUE(log->calls[0].ok());
   EXPECT_EQ(log->calls[0].wall_us, 12.5);
+  EXPECT_EQ(log->calls[0].device_us, 11.0);
   EXPECT_EQ(log->calls[1].rc, 3);
   EXPECT_EQ(log->calls[1].changed_inputs, std::vector<uint64_t>{1});
   EXPECT_FALSE(log->calls[1].ok());
@@ -132,9 +133,9 @@ TEST(ProtocolTest, ResultsParseEventsAndCallsAndIgnoreACutOffLine) {
 }
 
 TEST(ProtocolTest, CudaErrorIsWrittenOnlyWhenThereIsOneAndFailsTheCall) {
-  CallReport clean{0, 5, 0, false, {}, 1.0, ""};
+  CallReport clean{0, 5, 0, false, {}, 1.0, 1.0, ""};
   EXPECT_FALSE(to_json(clean).contains("cuda_error"));
-  CallReport broken{1, 6, 0, false, {}, 2.0, "cudaErrorIllegalAddress: an illegal memory access was encountered"};
+  CallReport broken{1, 6, 0, false, {}, 2.0, -1, "cudaErrorIllegalAddress: an illegal memory access was encountered"};
   Json json = to_json(broken);
   EXPECT_EQ(json["cuda_error"], broken.cuda_error);
   EXPECT_EQ(json["ok"], false);

@@ -2,9 +2,11 @@
 
     python3 examples/candidates/pack.py examples/candidates/cpu > examples/candidates/cpu/candidates.jsonl
 
-Each line of FOLDER/EXPECTED is `<slug> <task_id> <verdict>`, verdict PASS or
-the stage that must fail; the source is FOLDER/<slug>.cpp (or .cu). The
-record's `expect` field carries the verdict for the tests.
+Each line of FOLDER/EXPECTED is `<slug> <task_id> <verdict> <reward>`: verdict
+PASS or the stage ca-verify must fail at; reward what `ca-verify | ca-profile |
+ca-reward` must give: -1, 1, or N+ for at least N where the speed is not
+asserted. The source is FOLDER/<slug>.cpp (or .cu). The record's `expect` and
+`expect_reward` fields carry them for the tests.
 """
 import json
 import os
@@ -15,12 +17,12 @@ def main(folder):
     backend = os.path.basename(os.path.normpath(folder))
     with open(os.path.join(folder, "EXPECTED")) as f:
         rows = [line.split() for line in f if line.strip()]
-    for slug, task_id, verdict in rows:
+    for slug, task_id, verdict, reward in rows:
         extension = ".cu" if backend == "cuda" else ".cpp"
         with open(os.path.join(folder, slug + extension)) as f:
             source = f.read()
         print(json.dumps({"kind": "candidate", "id": f"{backend}/{slug}", "task_id": task_id, "backend": backend,
-                          "files": {f"kernels/{slug}{extension}": source}, "expect": verdict}, separators=(",", ":")))
+                          "files": {f"kernels/{slug}{extension}": source}, "expect": verdict, "expect_reward": reward}, separators=(",", ":")))
 
 
 if __name__ == "__main__":

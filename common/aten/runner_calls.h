@@ -1,0 +1,77 @@
+// One sandboxed ca-runner invocation for a built candidate, shared by ca-verify and ca-profile: seeds go in, the
+// runner's reports and each call's outputs come back. Both sides draw the inputs from the seeds themselves, and the
+// reference never leaves this process.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "aten/interpreter.h"
+#include "ir/backend.h"
+#include "runner/protocol.h"
+#include "sandbox/sandbox.h"
+
+namespace ca {
+
+/// One call of ca_forward: its seed and whether inputs initialised `rand` are drawn from [-1, 1) instead.
+struct RunnerCall {
+  uint64_t seed = 0;
+  bool signed_inputs = false;
+};
+
+struct RunnerOptions {
+  Backend backend = Backend::cpu;
+  SandboxLimits limits;
+  std::string runner;  // path of ca-runner; default: beside this executable
+  int num_threads = 1;
+};
+
+struct RunnerCallResult {
+  std::optional<CallReport> report;  // nullopt: the call crashed or hung the runner
+  std::vector<at::Tensor> outputs;   // on the CPU; empty when the call wrote none
+  std::string output_problem;        // "no output file", "output file is short"
+};
+
+struct RunnerOutcome {
+  std::vector<RunnerCallResult> calls;  // one per requested call
+  std::string load_error;               // the library could not be loaded
+  SandboxResult sandbox;
+  double elapsed_us = 0;  // the whole invocation on this process's clock: the runner's times cannot sum past it
+  std::string untrusted;  // why no report of this invocation can be believed; "" normally
+};
+
+/// Seeds the candidate cannot predict (EXPLOITS B14): std::random_device, or a fixed sequence from `seed` to
+/// reproduce a run.
+class SeedSource {
+ public:
+  explicit SeedSource(std::optional<uint64_t> seed) : m_fixed(seed.has_value()), m_sequence(seed.value_or(0)) {}
+  uint64_t next() { return m_fixed ? m_sequence() : (uint64_t(m_device()) << 32) ^ m_device(); }
+
+ private:
+  bool m_fixed;
+  std::mt19937_64 m_sequence;
+  std::random_device m_device;
+};
+
+/// EXPLOITS B4: on inputs drawn from [0, 1), ReLU-like ops are the identity; signed draws expose shortcuts.
+Program with_signed_inputs(const Program& program);
+
+/// Runs `library` (built for options.backend) on `calls` in the sandboxed runner. Fails only when the harness
+/// itself fails (no run directory, no sandbox, unreadable results); the candidate's failures are in the outcome.
+std::expected<RunnerOutcome, std::string> run_in_runner(const Program& program, const std::vector<TensorShape>& shapes,
+                                                        const std::string& library, const std::vector<RunnerCall>& calls,
+                                                        const RunnerOptions& options);
+
+/// Why call `index` failed in the runner, or nullopt when it ran cleanly: stage "timeout" or "run", and a message
+/// that starts with `label` ("trial 2/5").
+struct CallFailure {
+  std::string stage, message;
+};
+std::optional<CallFailure> call_failure(const RunnerOutcome& outcome, size_t index, const std::string& label,
+                                        const RunnerOptions& options);
+
+}  // namespace ca

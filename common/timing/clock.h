@@ -1,0 +1,43 @@
+// The one timing method (DESIGN §7) for the candidate in the runner and for both baselines in the trusted process:
+// before each timed call the cache is flushed and the device is idle; the call is timed by two clocks, the device's
+// (CUDA events on the call's stream) and the host's (steady_clock up to a device-wide sync), and the slower wins
+// wherever they disagree (EXPLOITS C1, C7, C8, C9). No LibTorch here: the runner uses it too.
+#pragma once
+
+#include <cstddef>
+#include <expected>
+#include <memory>
+#include <string>
+
+namespace ca {
+
+/// The two clocks' readings of one timed call, in microseconds. On the cpu backend both are the host clock.
+struct ClockSample {
+  double device_us = 0;
+  double host_us = 0;
+};
+
+class CallClock {
+ public:
+  virtual ~CallClock() = default;
+  /// Waits for the device to be idle, drops persisting L2 lines and limits (cuda), and flushes the cache by writing
+  /// a buffer twice its size (L2 on cuda, the last-level cache on cpu).
+  virtual void prepare() = 0;
+  virtual void start() = 0;
+  /// Stops both clocks after a device-wide synchronisation, so work on any stream is inside the region.
+  virtual ClockSample stop() = 0;
+  /// Bytes written by each prepare()'s flush.
+  virtual size_t flush_bytes() const = 0;
+};
+
+/// Host clock and a flush of twice the last-level cache (sysconf, else 32 MiB assumed).
+std::unique_ptr<CallClock> make_cpu_clock();
+/// CUDA events on `stream` (a cudaStream_t; NULL is the legacy default stream, where ATen queues its work) of device
+/// `device_index`, and a flush of twice its L2. Fails when this build has no CUDA or the device cannot be used.
+std::expected<std::unique_ptr<CallClock>, std::string> make_cuda_clock(int device_index, void* stream);
+
+/// The time a timed call counts for: the device clock, unless the host clock is slower by more than a launch's
+/// allowance (20 us + 20%): then work escaped the events (a side stream, EXPLOITS C1) and the host clock stands.
+double counted_us(const ClockSample& sample);
+
+}  // namespace ca
