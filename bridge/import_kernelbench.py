@@ -170,6 +170,34 @@ def convert_literal(value, where):
     raise Unsupported(f"{where}: argument {value!r} ({type(value).__name__}) has no JSON form")
 
 
+def is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def scalar_overload(op, node):
+    """The overload that takes the node's numbers where `op` wants tensors.
+
+    Export records `x * 2.0` as mul.Tensor(x, 2.0) (eager wraps the number in a
+    tensor); the IR's Tensor arguments take only references, so mul.Scalar is
+    used, which ATen computes the same way."""
+    arguments = op._schema.arguments
+    given = list(enumerate(node.args)) + [(next((i for i, a in enumerate(arguments) if a.name == k), None), v)
+                                           for k, v in node.kwargs.items()]
+    numbers = {i for i, value in given if i is not None and is_number(value) and str(arguments[i].type) == "Tensor"}
+    if not numbers:
+        return op
+    packet = getattr(getattr(torch.ops, op.namespace), op._schema.name.split("::")[1])
+    for name in packet.overloads():
+        candidate = getattr(packet, name)._schema
+        if len(candidate.arguments) != len(arguments) or len(candidate.returns) != len(op._schema.returns):
+            continue
+        # Python spells the Scalar type "number".
+        if all(c.name == a.name and str(c.type) == ("number" if i in numbers else str(a.type))
+               for i, (c, a) in enumerate(zip(candidate.arguments, arguments))):
+            return getattr(packet, name)
+    raise Unsupported(f"node {node.name}: {op} gets a number for a tensor and has no Scalar overload")
+
+
 class GraphTranslator:
     """Turns an exported graph into the IR's nodes, with "%name" references."""
 
@@ -196,6 +224,7 @@ class GraphTranslator:
         if target in PASS_THROUGH:
             self.refs[node] = self.refs[node.args[0]]
             return
+        target = scalar_overload(target, node)
         schema = target._schema
         qualified = schema.name + ("" if target._overloadname == "default" else "." + target._overloadname)
         if schema.is_mutable:
