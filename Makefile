@@ -9,7 +9,7 @@ JOBS          ?= $(shell nproc)
 
 TORCH_STAMP := $(VENV)/.torch-$(TORCH_VERSION)
 
-.PHONY: all deps venv configure build test demo install clean
+.PHONY: all deps venv configure build test bench demo install clean
 
 all: build
 
@@ -37,6 +37,10 @@ build: $(BUILD)/build.ninja
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# The environment's benchmarks on the CPU (bench/run.sh; the GPU script runs them on cuda).
+bench: build
+	bash bench/run.sh cpu
 
 demo: build
 	bash scripts/demo.sh

@@ -1,12 +1,12 @@
 #include "timing/clock.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #ifdef CA_WITH_CUDA
@@ -22,10 +22,17 @@ double micros(Steady::duration duration) {
   return double(std::chrono::duration_cast<std::chrono::nanoseconds>(duration).count()) / 1000.0;
 }
 
+// One core's view of its last-level cache. sysconf(_SC_LEVEL3_CACHE_SIZE) may sum every slice of the machine
+// (384 MiB on a 2-core EPYC VM), which would make each flush cost a hundred milliseconds.
 size_t last_level_cache_bytes() {
-  for (int name : {_SC_LEVEL3_CACHE_SIZE, _SC_LEVEL2_CACHE_SIZE}) {
-    long bytes = sysconf(name);
-    if (bytes > 0) return size_t(bytes);
+  for (const char* index : {"index3", "index2"}) {
+    std::ifstream file(std::string("/sys/devices/system/cpu/cpu0/cache/") + index + "/size");
+    size_t size = 0;
+    char unit = 0;
+    if (file >> size) {
+      file >> unit;
+      return unit == 'K' ? size << 10 : unit == 'M' ? size << 20 : size;
+    }
   }
   return size_t(32) << 20;
 }

@@ -14,6 +14,8 @@ ToolCli::ToolCli(std::string name, std::string description)
     : m_name(std::move(name)), m_app(std::move(description), m_name) {
   set_tool_name(m_name);
   m_common.jobs = std::max(1u, std::thread::hardware_concurrency());
+  // As in most Unix tools, an option given twice takes its last value, so scripts can override a default set earlier.
+  m_app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   m_app.set_version_flag("--version", m_name + " (cuda-agent) " CA_VERSION);
   m_app.add_option("-j,--jobs", m_common.jobs, "Parallel jobs")->capture_default_str()->check(CLI::PositiveNumber);
   m_app.add_option("--seed", m_common.seed, "Seed for everything random")->capture_default_str();

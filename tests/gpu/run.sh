@@ -3,7 +3,10 @@
 # GPU test, writing logs under $OUT. Carry .debs (Debian packages for the
 # header-only and test dependencies the GPU machine lacks, and bubblewrap for
 # the sandbox where it has none), made here with:
-#   mkdir -p .debs && (cd .debs && apt-get download libcli11-dev nlohmann-json3-dev libgtest-dev bubblewrap libcap2)
+#   mkdir -p .debs && (cd .debs && apt-get download libcli11-dev nlohmann-json3-dev libgtest-dev libarchive-dev \
+#     libarchive13 bubblewrap libcap2)
+# and .kb (KernelBench's level1/ and level2/, copied from ../shared/benchmarks/kernelbench). The CPU tests are
+# CI's; this script runs what needs the GPU.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/build-gpu/out}
@@ -28,6 +31,8 @@ if ! command -v bwrap >/dev/null && [ -x "$deps/usr/bin/bwrap" ]; then
   chmod +x /tmp/ca-bin/bwrap
   export PATH=/tmp/ca-bin:$PATH
 fi
+# The machine's python3 has the torch that LibTorch here comes from; it compiles the baselines.
+[ -x .venv/bin/python ] || export CA_PYTHON=${CA_PYTHON:-python3}
 torch_prefix=$(python3 -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$OUT/gpu.txt" 2>&1
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' >> "$OUT/gpu.txt" 2>&1
@@ -38,9 +43,10 @@ step configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInf
   -DCMAKE_PREFIX_PATH="$deps/usr;$deps/usr/lib/x86_64-linux-gnu/cmake;$torch_prefix"
 step build cmake --build build-gpu -j "$(nproc)"
 step cuda_runner build-gpu/bin/ca_core_tests --gtest_filter='CudaRunner*:CpuDevice*:Runner*:Protocol*'
-step cuda_examples bash tests/gpu/verify_cuda_examples.sh
-step cpu_examples ctest --test-dir build-gpu --output-on-failure -R cli_verify_cpu_examples
+step cuda_examples env OUT="$OUT" bash tests/gpu/verify_cuda_examples.sh
+step bench bash bench/run.sh cuda "$OUT/bench"
 step cuda_interpreter env CA_TEST_DEVICE=cuda build-gpu/bin/ca_torch_tests --gtest_filter='Programs/*'
-step ops_summary build-gpu/bin/ca-crawl ops --summary
-step cpu_units ctest --test-dir build-gpu --output-on-failure -j 8 -E cli_verify_cpu_examples
+# The full-size KernelBench import takes longest; it goes last, within what the machine's call has left.
+step kernelbench_import timeout "${KB_TIMEOUT:-240}" env KB_BENCHMARKS="${KB_BENCHMARKS:-$PWD/.kb}" \
+  CA_BIN=build-gpu/bin bash tests/gpu/kernelbench_import.sh "$OUT/kernelbench"
 exit $status

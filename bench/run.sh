@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# The environment's benchmarks (issue 3, item 8), on one backend:
+#   1. per-candidate cost of build + verify + profile, with cached baselines and a cold candidate build cache;
+#   2. repeatability: one candidate profiled 5 times, the spread of its medians;
+#   3. eager from the C++ interpreter (ca-profile) against PyTorch eager (bench/eager_torch.py), same method.
+# Usage: bench/run.sh cpu|cuda [OUT_DIR]. Writes OUT_DIR/results.md (and the raw records) and prints it.
+# CA_BIN defaults to build/bin (build-gpu/bin for cuda), CA_PYTHON to .venv/bin/python, else python3.
+set -uo pipefail
+backend=${1:?usage: bench/run.sh cpu|cuda [OUT_DIR]}
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${2:-$root/build/bench-$backend}
+mkdir -p "$out"
+if [ "$backend" = cuda ]; then
+  bin=${CA_BIN:-$root/build-gpu/bin}; tasks=$root/bench/tasks.jsonl; ext=cu; arch=(--cuda-arch sm_90)
+  pairs="l1_relu:relu_rand__correct l2_gemm_leaky_relu:linear_leaky_relu__cublas"
+else
+  bin=${CA_BIN:-$root/build/bin}; tasks=$root/bench/tasks_cpu.jsonl; ext=cpp; arch=()
+  pairs="l1_relu:relu_rand__correct l2_gemm_leaky_relu:linear_leaky_relu__fast"
+fi
+python=${CA_PYTHON:-$root/.venv/bin/python}
+[ -x "$python" ] || python=python3
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+# Compiled baselines are shared across runs; candidate builds are not, so every timed run below builds cold.
+compiled=${CA_COMPILED_CACHE:-$HOME/.cache/cuda-agent/compiled}
+mkdir -p "$compiled"
+fresh_cache() { rm -rf "$scratch/cache"; mkdir -p "$scratch/cache"; ln -s "$compiled" "$scratch/cache/compiled"; }
+
+: >"$out/candidates.jsonl"
+for pair in $pairs; do
+  task=${pair%%:*} source=${pair#*:}
+  python3 - "$root/examples/candidates/$backend/$source.$ext" "bench/$task" "$backend" >>"$out/candidates.jsonl" <<'PY'
+import json, sys
+path, task, backend = sys.argv[1:]
+name = path.rsplit("/", 1)[1]
+print(json.dumps({"kind": "candidate", "id": f"{task}/{name}", "task_id": task, "backend": backend,
+                  "files": {f"kernels/{name}": open(path).read()}}))
+PY
+done
+
+pipeline() {  # pipeline CANDIDATE_LINE OUT: build + verify + profile one candidate, prints wall seconds
+  local start end
+  start=$(date +%s.%N)
+  "$bin/ca-verify" --tasks "$tasks" "${arch[@]}" <<<"$1" 2>>"$out/stderr.log" |
+    "$bin/ca-profile" --tasks "$tasks" "${arch[@]}" >"$2" 2>>"$out/stderr.log"
+  end=$(date +%s.%N)
+  python3 -c "print(round($end - $start, 3))"
+}
+
+# Warm-up: compiles (or finds) the baselines; its cost is reported apart.
+fresh_cache
+export CA_CACHE_DIR=$scratch/cache
+warm_start=$(date +%s)
+"$bin/ca-profile" --tasks "$tasks" "${arch[@]}" --rounds 1 "$out/candidates.jsonl" >"$out/warmup.jsonl" 2>>"$out/stderr.log"
+warm_seconds=$(($(date +%s) - warm_start))
+
+: >"$out/costs.txt"; : >"$out/repeat.jsonl"
+while read -r line; do
+  id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$line")
+  for run in 1 2 3; do
+    fresh_cache
+    echo "$id $(pipeline "$line" "$scratch/one.jsonl")" >>"$out/costs.txt"
+    cat "$scratch/one.jsonl" >>"$out/repeat.jsonl"
+  done
+  for run in 4 5; do  # two more profiles of the same (now built) candidate, for five medians
+    "$bin/ca-profile" --tasks "$tasks" "${arch[@]}" <<<"$line" >>"$out/repeat.jsonl" 2>>"$out/stderr.log"
+  done
+done <"$out/candidates.jsonl"
+
+"$python" "$root/bench/eager_torch.py" "$tasks" --device "$backend" >"$out/eager_torch.jsonl" 2>>"$out/stderr.log"
+
+python3 - "$out" "$backend" "$warm_seconds" <<'PY' | tee "$out/results.md"
+import json, statistics, sys
+out, backend, warm = sys.argv[1], sys.argv[2], sys.argv[3]
+costs = {}
+for line in open(f"{out}/costs.txt"):
+    cid, seconds = line.split()
+    costs.setdefault(cid, []).append(float(seconds))
+profiles = {}
+for line in open(f"{out}/repeat.jsonl"):
+    r = json.loads(line)
+    profiles.setdefault(r["id"], []).append(r["profile"])
+torch_eager = {json.loads(l)["id"]: json.loads(l)["eager_us"] for l in open(f"{out}/eager_torch.jsonl")}
+device = next(iter(profiles.values()))[0].get("device", backend)
+print(f"## {backend}: {device}\n")
+print(f"Baselines compiled or found in the warm-up run: {warm} s.\n")
+print("| candidate | build+verify+profile s (median of 3, cold build) | candidate us | eager us | compile us | spread of 5 medians | C++ eager us | PyTorch eager us | C++/PyTorch |")
+print("|---|---|---|---|---|---|---|---|---|")
+for cid, runs in costs.items():
+    ps = [p for p in profiles[cid] if p.get("ok")]
+    if len(ps) < 5:
+        print(f"| {cid} | {statistics.median(runs):.2f} | profile failed: {[p.get('message') for p in profiles[cid] if not p.get('ok')][:1]} |")
+        continue
+    cand = [p["times_us"]["candidate"] for p in ps]
+    eager = [p["times_us"]["eager"] for p in ps]
+    comp = [p["times_us"]["compile"] for p in ps if p["times_us"]["compile"] is not None]
+    spread = (max(cand) - min(cand)) / statistics.median(cand)
+    task = cid.rsplit("/", 1)[0]
+    cpp, py = statistics.median(eager), torch_eager[task]
+    comp_text = f"{statistics.median(comp):.1f}" if comp else "n/a"
+    print(f"| {cid} | {statistics.median(runs):.2f} | {statistics.median(cand):.1f} | {cpp:.1f} | {comp_text} | "
+          f"{100 * spread:.2f}% | {cpp:.1f} | {py:.1f} | {cpp / py:.3f} |")
+PY

@@ -1,0 +1,267 @@
+#include "aten/profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include <ATen/Parallel.h>
+
+#include "aten/candidates.h"
+#include "aten/interpreter.h"
+#include "aten/runner_calls.h"
+#include "aten/tensors.h"
+#include "timing/clock.h"
+#include "timing/lease.h"
+#include "timing/speed_of_light.h"
+#include "util/json_field.h"
+
+namespace ca {
+namespace {
+
+using Error = std::unexpected<std::string>;
+
+// Outputs of one round's calls are all kept (the runner's files, eager's copies) until they are compared.
+constexpr double k_round_output_bytes = double(size_t(2) << 30);
+
+constexpr const char* k_method =
+    "one method for all three: cache flushed (2x L2 or LLC) and device idle before each call; device clock (cuda "
+    "events) and host clock (to a device-wide sync), the slower where they disagree; fresh inputs every call; "
+    "first call of each round untimed; rounds interleaved in rotating order; median";
+
+struct Stats {
+  double median = 0, spread = 0;
+  size_t count = 0;
+};
+
+double quantile(std::vector<double> sorted, double q) {
+  double position = q * double(sorted.size() - 1);
+  size_t low = size_t(position);
+  size_t high = std::min(low + 1, sorted.size() - 1);
+  return sorted[low] + (sorted[high] - sorted[low]) * (position - double(low));
+}
+
+// spread: the interquartile range over the median.
+Stats stats_of(std::vector<double> times) {
+  Stats stats;
+  stats.count = times.size();
+  if (times.empty()) return stats;
+  std::sort(times.begin(), times.end());
+  stats.median = quantile(times, 0.5);
+  stats.spread = stats.median > 0 ? (quantile(times, 0.75) - quantile(times, 0.25)) / stats.median : 0;
+  return stats;
+}
+
+// A method of producing the task's outputs in this process, timed with `clock`.
+using Method = std::function<std::expected<std::vector<at::Tensor>, std::string>(const std::vector<at::Tensor>&)>;
+
+struct Timed {
+  std::vector<double> times;                     // counted_us of each timed call
+  std::vector<std::vector<at::Tensor>> outputs;  // per call of the round, on the CPU
+};
+
+std::expected<Timed, std::string> time_in_process(const Method& method, const Program& program,
+                                                  const std::vector<uint64_t>& seeds, const at::Device& device,
+                                                  CallClock& clock) {
+  Timed timed;
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    std::vector<at::Tensor> inputs = make_tensors(program, seeds[i], device);
+    clock.prepare();
+    clock.start();
+    auto outputs = method(inputs);
+    ClockSample sample = clock.stop();
+    if (!outputs) return Error(outputs.error());
+    if (i > 0) timed.times.push_back(counted_us(sample));  // the round's first call warms up
+    std::vector<at::Tensor> host;
+    for (const auto& output : *outputs) host.push_back(output.to(at::kCPU));
+    timed.outputs.push_back(std::move(host));
+  }
+  return timed;
+}
+
+size_t output_bytes_of(const std::vector<TensorShape>& shapes) {
+  size_t bytes = 0;
+  for (const auto& shape : shapes) {
+    int64_t numel = 1;
+    for (int64_t size : shape.sizes) numel *= size;
+    bytes += size_t(numel) * at::elementSize(shape.dtype);
+  }
+  return bytes;
+}
+
+// What every correct candidate moves at least: reads each input and param, writes each output.
+size_t task_bytes(const Program& program, const std::vector<TensorShape>& shapes) {
+  size_t bytes = output_bytes_of(shapes);
+  for (const auto* list : {&program.inputs, &program.params}) {
+    for (const auto& spec : *list) bytes += size_t(spec.numel()) * dtype_size(spec.dtype);
+  }
+  return bytes;
+}
+
+Json failed(Json profile, const std::string& stage, const std::string& message) {
+  profile["ok"] = false;
+  profile["stage"] = stage;
+  profile["message"] = message;
+  return profile;
+}
+
+}  // namespace
+
+std::expected<Json, std::string> profile_candidate(const Json& task, const Json& candidate, const ProfileOptions& options) {
+  auto program_json = require_field(task, "program", "task");
+  if (!program_json) return Error(program_json.error());
+  auto program = parse_program(**program_json, "task.program");
+  if (!program) return Error(program.error());
+  auto interpreter = Interpreter::create(*program, "task.program");
+  if (!interpreter) return Error(interpreter.error());
+  auto shapes = interpreter->infer_shapes();
+  if (!shapes) return Error(shapes.error());
+  const Backend backend = options.build.backend;
+  const at::Device device = backend == Backend::cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+
+  Json profile = {{"ok", true}, {"message", ""}, {"device", device_description(backend, 0)}, {"backend", backend_name(backend)},
+                  {"method", k_method}, {"precision", options.compiled.allow_tf32 ? "tf32" : "fp32"}};
+  auto files = candidate_files(candidate);
+  if (!files) return failed(profile, "static", files.error());
+  auto built = build_candidate(*files, options.build);
+  if (!built) return Error(built.error());
+  if (!built->ok) return failed(profile, built->stage, built->message);
+
+  // Compiling takes minutes cold; it happens before the lease, so other jobs time meanwhile.
+  std::optional<CompiledProgram> compiled;
+  if (options.compile) {
+    auto loaded = CompiledProgram::load_or_compile(*program, device, options.compiled);
+    if (loaded) {
+      compiled = std::move(*loaded);
+      profile["compile"] = {{"key", compiled->key()}, {"cached", compiled->cached()}, {"seconds", compiled->compile_seconds()}};
+    } else {
+      profile["compile_error"] = loaded.error();
+    }
+  } else {
+    profile["compile_error"] = "not asked for (--no-compile)";
+  }
+
+  auto bandwidth = options.peak_bytes_per_s > 0 ? std::expected<double, std::string>(options.peak_bytes_per_s)
+                                                : peak_bandwidth(backend, 0);
+  if (!bandwidth) return Error(bandwidth.error());
+  const double floor = floor_us(task_bytes(*program, *shapes), *bandwidth);
+  const size_t output_bytes = output_bytes_of(*shapes);
+  profile["floor_us"] = floor;
+
+  auto lease = DeviceLease::acquire(backend == Backend::cuda ? "cuda0" : "cpu", options.lock_dir);
+  if (!lease) return Error(lease.error());
+  std::unique_ptr<CallClock> clock;
+  if (backend == Backend::cuda) {
+    auto made = make_cuda_clock(0, nullptr);
+    if (!made) return Error(made.error());
+    clock = std::move(*made);
+  } else {
+    clock = make_cpu_clock();
+  }
+  // Baselines get the candidate's threads (cpu) and the precision mode the record states (DESIGN §8).
+  at::set_num_threads(options.num_threads);
+  at::globalContext().setAllowTF32CuBLAS(options.compiled.allow_tf32);
+  at::globalContext().setAllowTF32CuDNN(options.compiled.allow_tf32);
+
+  Method eager = [&](const std::vector<at::Tensor>& inputs) { return interpreter->run(inputs); };
+  Method compiled_run = [&](const std::vector<at::Tensor>& inputs) { return compiled->run(inputs); };
+  RunnerOptions runner{backend, options.limits, options.runner, options.num_threads};
+  SeedSource source(options.seed);
+  std::vector<double> times[3];  // candidate, eager, compile
+  size_t checked = 0;
+  int calls = 2;  // timed calls per method in the first round; later rounds are sized from its times
+  for (int round = 0; round < options.rounds; ++round) {
+    std::vector<uint64_t> seeds;
+    for (int i = 0; i <= calls; ++i) seeds.push_back(source.next());
+    std::string label = "round " + std::to_string(round + 1) + "/" + std::to_string(options.rounds);
+    std::optional<RunnerOutcome> candidate_run;
+    std::optional<Timed> eager_run, compiled_run_times;
+    // Rotating the order cancels drift (clocks, temperature) between the three.
+    for (int k = 0; k < 3; ++k) {
+      int which = (round + k) % 3;
+      if (which == 0) {
+        std::vector<RunnerCall> runner_calls;
+        for (uint64_t seed : seeds) runner_calls.push_back({seed, false});
+        auto ran = run_in_runner(*program, *shapes, built->library, runner_calls, runner);
+        if (!ran) return Error(ran.error());
+        if (!ran->load_error.empty()) return failed(profile, "load", ran->load_error);
+        candidate_run = std::move(*ran);
+      } else if (which == 1) {
+        auto timed = time_in_process(eager, *program, seeds, device, *clock);
+        if (!timed) return Error("eager failed in " + label + ": " + timed.error());
+        eager_run = std::move(*timed);
+      } else if (compiled) {
+        auto timed = time_in_process(compiled_run, *program, seeds, device, *clock);
+        if (timed) {
+          compiled_run_times = std::move(*timed);
+        } else {
+          profile["compile_error"] = "the package failed in " + label + ": " + timed.error();
+          profile.erase("compile");
+          compiled.reset();
+        }
+      }
+    }
+    for (size_t i = 0; i < seeds.size(); ++i) {
+      std::string call = label + ", call " + std::to_string(i + 1);
+      if (auto failure = call_failure(*candidate_run, i, call, runner)) return failed(profile, failure->stage, failure->message);
+      const auto& reference = eager_run->outputs[i];
+      for (size_t k = 0; k < reference.size(); ++k) {
+        Comparison c = compare_output(candidate_run->calls[i].outputs[k], reference[k], options.tolerance);
+        if (!c.ok) return failed(profile, "compare", call + ", output " + std::to_string(k) + ": " + c.message);
+        if (compiled_run_times) {
+          Comparison baseline = compare_output(compiled_run_times->outputs[i][k], reference[k], options.tolerance);
+          if (!baseline.ok) {
+            profile["compile_error"] = "the package's output differs from eager's: " + baseline.message;
+            profile.erase("compile");
+            compiled.reset();
+            compiled_run_times.reset();
+          }
+        }
+      }
+      ++checked;
+      if (i > 0) times[0].push_back(counted_us({candidate_run->calls[i].report->device_us, candidate_run->calls[i].report->wall_us}));
+    }
+    times[1].insert(times[1].end(), eager_run->times.begin(), eager_run->times.end());
+    if (compiled_run_times) times[2].insert(times[2].end(), compiled_run_times->times.begin(), compiled_run_times->times.end());
+    if (round == 0 && options.rounds > 1) {
+      // Enough calls that each method's measured time reaches min_ms over the rounds.
+      double slowest = std::max({stats_of(times[0]).median, stats_of(times[1]).median, 1.0});
+      double per_round = options.min_ms * 1000.0 / double(options.rounds - 1);
+      double by_memory = k_round_output_bytes / std::max(1.0, double(output_bytes));
+      calls = std::clamp(int(std::min(std::ceil(per_round / slowest), by_memory)), 2, options.max_calls);
+    }
+  }
+
+  Stats candidate_stats = stats_of(times[0]), eager_stats = stats_of(times[1]), compile_stats = stats_of(times[2]);
+  bool has_compile = compiled.has_value() && compile_stats.count > 0;
+  profile["rounds"] = options.rounds;
+  profile["times_us"] = {{"candidate", candidate_stats.median}, {"eager", eager_stats.median},
+                         {"compile", has_compile ? Json(compile_stats.median) : Json(nullptr)}};
+  profile["spread"] = {{"candidate", candidate_stats.spread}, {"eager", eager_stats.spread},
+                       {"compile", has_compile ? Json(compile_stats.spread) : Json(nullptr)}};
+  profile["count"] = {{"candidate", candidate_stats.count}, {"eager", eager_stats.count}, {"compile", compile_stats.count}};
+  profile["checked_calls"] = checked;
+  Json speedup = {{"vs_eager", eager_stats.median / candidate_stats.median}};
+  speedup["vs_compile"] = has_compile ? Json(compile_stats.median / candidate_stats.median) : Json(nullptr);
+  profile["speedup"] = speedup;
+  if (candidate_stats.median < floor) {
+    return failed(profile, "floor", "the candidate's median " + std::to_string(candidate_stats.median) +
+                                        " us is below the task's speed-of-light floor of " + std::to_string(floor) +
+                                        " us (its bytes over the device's peak bandwidth): the time is not real");
+  }
+  return profile;
+}
+
+std::string agent_profile_line(const Json& profile) {
+  if (!profile.value("ok", false)) return "[FAIL] profile: " + profile.value("message", "") + "\n";
+  auto us = [](const Json& value) {
+    if (!value.is_number()) return std::string("n/a");
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f us", value.get<double>());
+    return std::string(text);
+  };
+  const Json& times = profile["times_us"];
+  return "Torch Baseline: " + us(times["eager"]) + ", Torch Compile: " + us(times["compile"]) +
+         ", CUDA Extension: " + us(times["candidate"]) + "\n";
+}
+
+}  // namespace ca

@@ -1,0 +1,56 @@
+# ca-profile's checks and conventions: the agent's line in a workspace, the
+# speed-of-light floor, the device lease, skipped and bad records, usage errors.
+. "$(dirname "$0")/lib.bash"
+dir=$CA_SOURCE_DIR/examples/candidates/cpu
+relu() { grep "\"cpu/relu_rand__$1\"" "$dir/candidates.jsonl"; }
+export CA_LOCK_DIR=$WORK
+fast=(--tasks "$dir/tasks.jsonl" --no-compile --rounds 2)
+
+# The agent's line, inside a workspace.
+"$CA_BIN/ca-sandbox" create "$dir/tasks.jsonl" --dir "$WORK/ws" --id example/relu_rand >/dev/null
+ws=$WORK/ws/example_relu_rand
+cp "$dir/relu_rand__correct.cpp" "$ws/kernels/relu.cpp"
+run "$CA_BIN/ca-profile" --workspace "$ws" --no-compile --rounds 2 --min-ms 2
+expect_code 0
+grep -qE '^Torch Baseline: [0-9.]+ us, Torch Compile: n/a, CUDA Extension: [0-9.]+ us$' "$WORK/stdout" ||
+  fail "agent line: $(cat "$WORK/stdout")"
+
+# A time below the speed-of-light floor is not real (EXPLOITS C10): with a
+# bandwidth of 1 MB/s the floor of relu_rand is seconds.
+relu correct >"$WORK/correct.jsonl"
+run "$CA_BIN/ca-profile" "${fast[@]}" --min-ms 2 --peak-gbps 0.001 "$WORK/correct.jsonl"
+expect_code 0
+python3 - "$WORK/stdout" <<'PY' || fail "floor not enforced: $(head -c 400 "$WORK/stdout")"
+import json, sys
+p = json.loads(open(sys.argv[1]).read())["profile"]
+assert p["ok"] is False and p["stage"] == "floor" and "speed-of-light" in p["message"], p
+assert p["floor_us"] > 1e6, p["floor_us"]
+PY
+"$CA_BIN/ca-reward" <<<"$(sed 's/^{/{"verify":{"ok":true},/' "$WORK/stdout")" | grep -q '"value":-1' || fail "a floor failure must earn -1"
+
+# Timed calls are checked: a candidate right only for its first five calls
+# passes ca-verify's five trials but not ca-profile (EXPLOITS B12).
+relu honest_when_checked >"$WORK/honest.jsonl"
+run "$CA_BIN/ca-profile" "${fast[@]}" --min-ms 20 --rounds 3 "$WORK/honest.jsonl"
+expect_code 0; expect_stdout '"stage":"compare"'
+
+# One timing job per device: while another process holds the lease, ca-profile waits for it.
+start=$(date +%s)
+flock "$WORK/cuda-agent-cpu.lock" sleep 4 &
+sleep 0.5
+run "$CA_BIN/ca-profile" "${fast[@]}" "$WORK/correct.jsonl"
+expect_code 0
+[ $(($(date +%s) - start)) -ge 4 ] || fail "ca-profile did not wait for the lease"
+wait
+
+# A record that failed verification is not timed; a record without its task is reported and skipped.
+run "$CA_BIN/ca-profile" "${fast[@]}" <<<'{"kind":"candidate","task_id":"example/relu_rand","backend":"cpu","files":{"kernels/a.cpp":""},"verify":{"ok":false}}'
+expect_code 0; expect_stdout '"profile":{"ok":false,"skipped":"verification failed"}'
+run "$CA_BIN/ca-profile" "${fast[@]}" <<<'{"kind":"candidate","task_id":"nope","backend":"cpu","files":{"kernels/a.cpp":""}}'
+expect_code 1; expect_stderr "<stdin>:1: task_id: no task 'nope'"
+
+run "$CA_BIN/ca-profile" --rounds 0 "$WORK/correct.jsonl"
+expect_code 64
+run "$CA_BIN/ca-profile" --tasks "$WORK/missing.jsonl" "$WORK/correct.jsonl"
+expect_code 66
+finish

@@ -1,0 +1,99 @@
+// ca-profile: time each candidate against eager and compiled baselines with one method, interleaved, checking the
+// outputs of every timed call; records gain `profile`.
+#include <cstdio>
+#include <unistd.h>
+
+#include "aten/candidates.h"
+#include "aten/profile.h"
+#include "util/cli.h"
+#include "util/log.h"
+#include "util/record_loop.h"
+#include "util/record_output.h"
+
+using namespace ca;
+
+int main(int argc, char** argv) {
+  ToolCli cli("ca-profile", "Time candidate kernels against eager and torch.compile baselines (DESIGN §7).");
+  std::vector<std::string> inputs;
+  std::string output = "-", tasks_path, workspace, backend_flag = "cpu", cuda_arch;
+  ProfileOptions options;
+  bool fail_fast = false, no_compile = false;
+  double peak_gbps = 0;
+  auto& app = cli.app();
+  app.add_option("FILE", inputs, "Candidate JSONL files, - for stdin (default)");
+  app.add_option("-o,--output", output, "Output file, - for stdout")->capture_default_str();
+  app.add_option("--tasks", tasks_path, "Task JSONL file for candidates that name a task_id");
+  app.add_option("--workspace", workspace, "Profile an agent workspace (task.json + kernels/) and print one line");
+  app.add_option("--backend", backend_flag, "Backend for --workspace: cpu or cuda")->capture_default_str();
+  app.add_option("--rounds", options.rounds, "Interleaved rounds (one runner invocation each)")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--min-ms", options.min_ms, "Measured milliseconds per method, at least")->capture_default_str();
+  app.add_option("--max-calls", options.max_calls, "Timed calls per method and round, at most")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_flag("--no-compile", no_compile, "Do not time the torch.compile baseline");
+  app.add_flag("--tf32", options.compiled.allow_tf32, "Let the baselines use TF32 for float32 matmuls and convolutions");
+  app.add_option("--threads", options.num_threads, "cpu: threads of the candidate and of the baselines")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--atol", options.tolerance.atol, "Absolute tolerance for timed outputs")->capture_default_str();
+  app.add_option("--rtol", options.tolerance.rtol, "Relative tolerance for timed outputs")->capture_default_str();
+  app.add_option("--timeout", options.limits.wall_s, "Seconds one round's runner may take")->capture_default_str();
+  app.add_option("--peak-gbps", peak_gbps, "Memory bandwidth for the speed-of-light floor (default: the device's)");
+  app.add_option("--cuda-arch", cuda_arch, "nvcc -arch for the cuda backend (default: the GPU present)");
+  app.add_flag("--fast-math", options.build.fast_math, "Build candidates with fast math");
+  app.add_flag("--fail-fast", fail_fast, "Stop at the first record the harness cannot judge");
+  if (auto code = cli.parse(argc, argv)) return to_int(*code);
+  if (cli.app().count("--seed") > 0) options.seed = cli.common().seed;
+  options.build.cuda_arch = cuda_arch;
+  options.compile = !no_compile;
+  options.peak_bytes_per_s = peak_gbps * 1e9;
+  options.limits.cpu_s = options.limits.wall_s;
+
+  // Inside a workspace, plain `ca-profile` times it.
+  if (workspace.empty() && inputs.empty() && isatty(STDIN_FILENO) && access("task.json", F_OK) == 0) workspace = ".";
+  if (!workspace.empty()) {
+    auto backend = parse_backend(backend_flag);
+    if (!backend) return to_int(usage_error("--backend: expected cpu or cuda, got '" + backend_flag + "'"));
+    options.build.backend = *backend;
+    auto candidate = workspace_candidate(workspace, backend_flag);
+    if (!candidate) {
+      error(candidate.error());
+      return to_int(ExitCode::no_input);
+    }
+    auto profile = profile_candidate((*candidate)["task"], *candidate, options);
+    if (!profile) {
+      error(profile.error());
+      return to_int(ExitCode::data_error);
+    }
+    std::fputs(agent_profile_line(*profile).c_str(), stdout);
+    return to_int((*profile)["ok"].get<bool>() ? ExitCode::ok : ExitCode::some_failed);
+  }
+
+  std::map<std::string, Json> tasks;
+  if (!tasks_path.empty()) {
+    auto loaded = load_tasks(tasks_path);
+    if (!loaded) {
+      error(loaded.error());
+      return to_int(ExitCode::no_input);
+    }
+    tasks = std::move(*loaded);
+  }
+  if (inputs.empty()) inputs = {"-"};
+  return to_int(write_records(output, [&](JsonlWriter& writer) {
+    return transform_records(inputs, writer, fail_fast ? OnBadRecord::stop : OnBadRecord::skip,
+                             [&](const Json& candidate) -> std::expected<Json, std::string> {
+                               Json out = candidate;
+                               // A wrong candidate has nothing worth timing; its reward is -1 either way.
+                               if (auto verify = candidate.find("verify"); verify != candidate.end() && !verify->value("ok", false)) {
+                                 out["profile"] = {{"ok", false}, {"skipped", "verification failed"}};
+                                 return out;
+                               }
+                               auto task = task_of(candidate, tasks);
+                               if (!task) return std::unexpected(task.error());
+                               ProfileOptions per_record = options;
+                               auto backend = parse_backend(candidate.value("backend", "cpu"));
+                               if (!backend) return std::unexpected("backend: expected \"cpu\" or \"cuda\"");
+                               per_record.build.backend = *backend;
+                               auto profile = profile_candidate(*task, candidate, per_record);
+                               if (!profile) return std::unexpected(profile.error());
+                               out["profile"] = *profile;
+                               return out;
+                             });
+  }));
+}
