@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -12,8 +11,10 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <link.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <ATen/cuda/CUDAContext.h>
@@ -27,10 +28,11 @@
 #include "util/sha256.h"
 #include "util/subprocess.h"
 
-namespace fs = std::filesystem;
-
 namespace ca {
 
+// std::filesystem is not used here: the torch wheel's libtorch.so exports an
+// older build of it, and where the executable does not load libstdc++ first
+// (seen on the GPU machine) its remove_all crashed. POSIX calls instead.
 namespace {
 
 using Error = std::unexpected<std::string>;
@@ -47,9 +49,41 @@ std::string env(const char* name) {
   return value == nullptr ? "" : value;
 }
 
-fs::path self_dir() {
-  std::error_code ec;
-  return fs::read_symlink("/proc/self/exe", ec).parent_path();
+std::string parent_dir(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+std::string self_dir() {
+  char buffer[4096];
+  ssize_t size = ::readlink("/proc/self/exe", buffer, sizeof buffer - 1);
+  return size <= 0 ? "." : parent_dir(std::string(buffer, size_t(size)));
+}
+
+bool exists(const std::string& path) {
+  return ::access(path.c_str(), F_OK) == 0;
+}
+
+// mkdir -p.
+std::expected<void, std::string> make_directories(const std::string& path) {
+  for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
+    std::string prefix = path.substr(0, slash);
+    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
+      return Error(prefix + ": cannot create: " + std::strerror(errno));
+    if (slash == std::string::npos) break;
+  }
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) return Error(path + ": not a directory");
+  return {};
+}
+
+// rm -r, going on past entries it cannot remove.
+void remove_tree(const std::string& path) {
+  auto remove_one = [](const char* name, const struct stat*, int, FTW*) {
+    ::remove(name);
+    return 0;
+  };
+  ::nftw(path.c_str(), remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 std::string default_cache_dir() {
@@ -61,13 +95,11 @@ std::string default_cache_dir() {
 
 // The first candidate that exists; the error lists what was tried.
 std::expected<std::string, std::string> first_existing(const std::string& what,
-                                                       const std::vector<fs::path>& candidates) {
+                                                       const std::vector<std::string>& candidates) {
   std::string tried;
   for (const auto& candidate : candidates) {
-    if (candidate.empty()) continue;
-    std::error_code ec;
-    if (fs::exists(candidate, ec)) return candidate.lexically_normal().string();
-    tried += (tried.empty() ? "" : ", ") + candidate.string();
+    if (exists(candidate)) return candidate;
+    tried += (tried.empty() ? "" : ", ") + candidate;
   }
   return Error("no " + what + " found (tried " + tried + ")");
 }
@@ -75,8 +107,8 @@ std::expected<std::string, std::string> first_existing(const std::string& what,
 std::expected<std::string, std::string> find_python(const CompiledOptions& options) {
   if (!options.python.empty()) return options.python;
   if (std::string python = env("CA_PYTHON"); !python.empty()) return python;
-  auto found = first_existing(
-      "Python", {self_dir() / "../../.venv/bin/python", fs::path(CA_BUILD_SOURCE_DIR) / ".venv/bin/python"});
+  auto found =
+      first_existing("Python", {self_dir() + "/../../.venv/bin/python", CA_BUILD_SOURCE_DIR "/.venv/bin/python"});
   if (!found) return Error(found.error() + "; set CA_PYTHON");
   return found;
 }
@@ -84,9 +116,9 @@ std::expected<std::string, std::string> find_python(const CompiledOptions& optio
 std::expected<std::string, std::string> find_bridge(const CompiledOptions& options) {
   if (!options.bridge.empty()) return options.bridge;
   if (std::string dir = env("CA_BRIDGE_DIR"); !dir.empty()) return dir + "/compile_task.py";
-  auto found = first_existing("compile_task.py", {self_dir() / "../../bridge/compile_task.py",
-                                                  fs::path(CA_BUILD_SOURCE_DIR) / "bridge/compile_task.py",
-                                                  fs::path(CA_INSTALL_DATA_DIR) / "bridge/compile_task.py"});
+  auto found = first_existing(
+      "compile_task.py", {self_dir() + "/../../bridge/compile_task.py", CA_BUILD_SOURCE_DIR "/bridge/compile_task.py",
+                          CA_INSTALL_DATA_DIR "/bridge/compile_task.py"});
   if (!found) return Error(found.error() + "; set CA_BRIDGE_DIR");
   return found;
 }
@@ -173,8 +205,7 @@ class TempDir {
   TempDir(TempDir&& other) noexcept : m_path(std::exchange(other.m_path, "")) {}
   TempDir& operator=(TempDir&&) = delete;
   ~TempDir() {
-    std::error_code ec;
-    if (!m_path.empty()) fs::remove_all(m_path, ec);
+    if (!m_path.empty()) remove_tree(m_path);
   }
   const std::string& path() const { return m_path; }
 
@@ -288,7 +319,7 @@ std::expected<void, std::string> ensure_libtorch_loaded() {
     void* cpu = dlopen("libtorch_cpu.so", RTLD_NOW | RTLD_NOLOAD);
     link_map* map = nullptr;
     if (cpu == nullptr || dlinfo(cpu, RTLD_DI_LINKMAP, &map) != 0) return "libtorch_cpu.so is not loaded";
-    std::string path = (fs::path(map->l_name).parent_path() / "libtorch.so").string();
+    std::string path = parent_dir(map->l_name) + "/libtorch.so";
     if (dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL) == nullptr) return path + ": " + dlerror();
     return "";
   }();
@@ -331,9 +362,7 @@ std::expected<CompiledProgram, std::string> CompiledProgram::load_or_compile(con
   if (!key_text) return Error(key_text.error());
   std::string cache_dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
   if (cache_dir.empty()) return Error("no cache directory: set CA_CACHE_DIR or HOME");
-  std::error_code ec;
-  fs::create_directories(cache_dir, ec);
-  if (ec) return Error(cache_dir + ": cannot create: " + ec.message());
+  if (auto made = make_directories(cache_dir); !made) return Error(made.error());
 
   CompiledProgram compiled;
   compiled.m_key = sha256_hex(*key_text);

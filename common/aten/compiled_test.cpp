@@ -1,13 +1,17 @@
 // The compiled baseline: one real compile through the bridge (about a minute
 // on CPU), shared by every test here; the failure paths use stand-in
 // "pythons" (shell scripts) that fail, hang, or copy that one package.
+// CA_TEST_DEVICE=cuda runs them all on the GPU.
 #include "aten/compiled.h"
 
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <thread>
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 #include <torch/version.h>
@@ -16,11 +20,11 @@
 #include "aten/tensors.h"
 #include "util/atomic_file.h"
 #include "util/sha256.h"
+#include "util/subprocess.h"
 
 namespace ca {
 namespace {
 
-namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char* k_program = R"({
@@ -36,16 +40,38 @@ Program parse(const std::string& text) {
   return *program;
 }
 
+at::Device test_device() {
+  const char* name = std::getenv("CA_TEST_DEVICE");
+  return at::Device(name != nullptr ? name : "cpu");
+}
+
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// std::filesystem is avoided as in compiled.cpp (the wheel's libtorch.so
+// exports an older one).
+off_t file_size(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0 ? info.st_size : -1;
+}
+
+void copy_file(const std::string& from, const std::string& to) {
+  auto contents = read_file(from);
+  ASSERT_TRUE(contents) << contents.error();
+  ASSERT_TRUE(write_file_atomic(to, *contents));
 }
 
 // The files a cache directory holds, lock files left out (they stay by design).
 std::vector<std::string> entries(const std::string& dir) {
   std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(dir)) {
-    if (entry.path().extension() != ".lock") names.push_back(entry.path().filename().string());
+  DIR* stream = ::opendir(dir.c_str());
+  EXPECT_NE(stream, nullptr) << dir;
+  while (dirent* entry = stream == nullptr ? nullptr : ::readdir(stream)) {
+    std::string name = entry->d_name;
+    if (name != "." && name != ".." && !name.ends_with(".lock")) names.push_back(name);
   }
+  if (stream != nullptr) ::closedir(stream);
   std::ranges::sort(names);
   return names;
 }
@@ -54,7 +80,7 @@ std::vector<std::string> entries(const std::string& dir) {
 std::string fake_python(const std::string& dir, const std::string& name, const std::string& body) {
   std::string path = dir + "/" + name;
   std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
-  fs::permissions(path, fs::perms::owner_all);
+  ::chmod(path.c_str(), 0700);
   return path;
 }
 
@@ -63,43 +89,46 @@ class CompiledTest : public ::testing::Test {
   // The one real compile: with CA_CACHE_DIR set and no cache_dir option, so
   // the default location is exercised too.
   static void SetUpTestSuite() {
-    s_root = fs::temp_directory_path() / ("ca-compiled-test-" + std::to_string(getpid()));
-    fs::create_directories(s_root);
+    std::string pattern = "/tmp/ca-compiled-test-XXXXXX";
+    s_root = ::mkdtemp(pattern.data()) == nullptr ? "" : pattern;
+    ASSERT_FALSE(s_root.empty()) << "cannot create " << pattern;
     const char* old = std::getenv("CA_CACHE_DIR");
     std::string saved = old == nullptr ? "" : old;
     setenv("CA_CACHE_DIR", s_root.c_str(), 1);
     auto start = Clock::now();
     s_first = new std::expected<CompiledProgram, std::string>(
-        CompiledProgram::load_or_compile(parse(k_program), at::kCPU, CompiledOptions{}));
+        CompiledProgram::load_or_compile(parse(k_program), test_device(), CompiledOptions{}));
     s_first_seconds = seconds_since(start);
     if (old == nullptr) unsetenv("CA_CACHE_DIR");
     if (old != nullptr) setenv("CA_CACHE_DIR", saved.c_str(), 1);
   }
   static void TearDownTestSuite() {
     delete s_first;
-    std::error_code ec;
-    fs::remove_all(s_root, ec);
+    if (!s_root.empty()) (void)run_subprocess({"rm", "-rf", s_root});
   }
-  void SetUp() override { ASSERT_TRUE(*s_first) << s_first->error(); }
+  void SetUp() override {
+    ASSERT_NE(s_first, nullptr);
+    ASSERT_TRUE(*s_first) << s_first->error();
+  }
 
   // A fresh cache directory for one test.
   static std::string dir(const std::string& name) {
-    std::string path = (s_root / name).string();
-    fs::create_directories(path);
+    std::string path = s_root + "/" + name;
+    ::mkdir(path.c_str(), 0755);
     return path;
   }
   // A python that "compiles" by copying the real package.
   static std::string copying_python() {
-    return fake_python(s_root.string(), "copy.sh",
+    return fake_python(s_root, "copy.sh",
                        "cp '" + (*s_first)->path() + "' \"$3\"\necho '{\"torch\": \"" TORCH_VERSION "+cpu\"}'");
   }
 
-  static fs::path s_root;
+  static std::string s_root;
   static std::expected<CompiledProgram, std::string>* s_first;
   static double s_first_seconds;
 };
 
-fs::path CompiledTest::s_root;
+std::string CompiledTest::s_root;
 std::expected<CompiledProgram, std::string>* CompiledTest::s_first = nullptr;
 double CompiledTest::s_first_seconds = 0;
 
@@ -109,10 +138,10 @@ TEST_F(CompiledTest, CompilesOnceAndMatchesTheInterpreter) {
   EXPECT_FALSE(compiled.cached());
   EXPECT_GT(compiled.compile_seconds(), 0);
   EXPECT_EQ(compiled.key().size(), 64u);
-  EXPECT_EQ(compiled.path(), (s_root / "compiled" / (compiled.key() + ".pt2")).string());
-  EXPECT_EQ(entries((s_root / "compiled").string()),
+  EXPECT_EQ(compiled.path(), s_root + "/compiled/" + compiled.key() + ".pt2");
+  EXPECT_EQ(entries(s_root + "/compiled"),
             (std::vector<std::string>{compiled.key() + ".json", compiled.key() + ".pt2"}));
-  auto record = Json::parse(*read_file((s_root / "compiled" / (compiled.key() + ".json")).string()));
+  auto record = Json::parse(*read_file(s_root + "/compiled/" + compiled.key() + ".json"));
   EXPECT_EQ(record["sha256"], sha256_hex(*read_file(compiled.path())));
   EXPECT_EQ(record["allow_tf32"], false);
 
@@ -120,7 +149,7 @@ TEST_F(CompiledTest, CompilesOnceAndMatchesTheInterpreter) {
   auto interpreter = Interpreter::create(program);
   ASSERT_TRUE(interpreter) << interpreter.error();
   for (uint64_t seed : {1, 2}) {
-    auto tensors = make_tensors(program, seed, at::kCPU);
+    auto tensors = make_tensors(program, seed, test_device());
     auto expected = interpreter->run(tensors);
     ASSERT_TRUE(expected) << expected.error();
     auto outputs = compiled.run(tensors);
@@ -134,10 +163,10 @@ TEST_F(CompiledTest, CompilesOnceAndMatchesTheInterpreter) {
 
 TEST_F(CompiledTest, SecondLoadIsCachedAndFast) {
   CompiledOptions options;
-  options.cache_dir = (s_root / "compiled").string();
+  options.cache_dir = s_root + "/compiled";
   options.python = "/nonexistent/python";  // a compile would fail
   auto start = Clock::now();
-  auto again = CompiledProgram::load_or_compile(parse(k_program), at::kCPU, options);
+  auto again = CompiledProgram::load_or_compile(parse(k_program), test_device(), options);
   double seconds = seconds_since(start);
   ASSERT_TRUE(again) << again.error();
   std::cout << "[ cached   ] " << seconds << " s\n";
@@ -146,7 +175,7 @@ TEST_F(CompiledTest, SecondLoadIsCachedAndFast) {
   EXPECT_EQ(again->key(), (*s_first)->key());
   EXPECT_LT(seconds, 10);
   Program program = parse(k_program);
-  auto tensors = make_tensors(program, 3, at::kCPU);
+  auto tensors = make_tensors(program, 3, test_device());
   auto outputs = again->run(tensors);
   ASSERT_TRUE(outputs) << outputs.error();
   EXPECT_TRUE(at::allclose((*outputs)[0], at::relu(at::mm(tensors[0], tensors[1])), 1e-5, 1e-5));
@@ -157,22 +186,22 @@ TEST_F(CompiledTest, KeyIgnoresNamesAndSeesTf32AndShapes) {
   std::string renamed = k_program;
   for (auto [from, to] : {std::pair{"\"x\"", "\"input\""}, {"%x", "%input"}})
     renamed.replace(renamed.find(from), std::string(from).size(), to);
-  auto text = compiled_key_text(program, at::kCPU, false);
+  auto text = compiled_key_text(program, test_device(), false);
   ASSERT_TRUE(text) << text.error();
   EXPECT_NE(text->find("torch " TORCH_VERSION "\n"), std::string::npos);
-  EXPECT_NE(text->find("device cpu "), std::string::npos);
-  EXPECT_EQ(*compiled_key_text(parse(renamed), at::kCPU, false), *text);
-  EXPECT_NE(*compiled_key_text(program, at::kCPU, true), *text);
+  EXPECT_NE(text->find("device " + test_device().str() + " "), std::string::npos);
+  EXPECT_EQ(*compiled_key_text(parse(renamed), test_device(), false), *text);
+  EXPECT_NE(*compiled_key_text(program, test_device(), true), *text);
   std::string reshaped = k_program;
   reshaped.replace(reshaped.find("[8, 16]"), 7, "[9, 16]");
-  EXPECT_NE(*compiled_key_text(parse(reshaped), at::kCPU, false), *text);
+  EXPECT_NE(*compiled_key_text(parse(reshaped), test_device(), false), *text);
 }
 
 TEST_F(CompiledTest, MissingPythonIsAClearError) {
   CompiledOptions options;
   options.cache_dir = dir("no-python");
   options.python = "/nonexistent/python";
-  auto compiled = CompiledProgram::load_or_compile(parse(k_program), at::kCPU, options);
+  auto compiled = CompiledProgram::load_or_compile(parse(k_program), test_device(), options);
   ASSERT_FALSE(compiled);
   EXPECT_NE(compiled.error().find("cannot run the bridge (/nonexistent/python "), std::string::npos)
       << compiled.error();
@@ -182,10 +211,9 @@ TEST_F(CompiledTest, MissingPythonIsAClearError) {
 TEST_F(CompiledTest, BridgeFailureCarriesItsStderrAndLeavesNothing) {
   CompiledOptions options;
   options.cache_dir = dir("bridge-fails");
-  options.python =
-      fake_python(s_root.string(), "fails.sh",
-                  "echo 'noise' >&2\necho 'compile_task.py: error: RuntimeError: no lowering' >&2\nexit 1");
-  auto compiled = CompiledProgram::load_or_compile(parse(k_program), at::kCPU, options);
+  options.python = fake_python(
+      s_root, "fails.sh", "echo 'noise' >&2\necho 'compile_task.py: error: RuntimeError: no lowering' >&2\nexit 1");
+  auto compiled = CompiledProgram::load_or_compile(parse(k_program), test_device(), options);
   ASSERT_FALSE(compiled);
   EXPECT_NE(compiled.error().find(
                 "the bridge exited with status 1: noise; compile_task.py: error: RuntimeError: no lowering"),
@@ -197,8 +225,8 @@ TEST_F(CompiledTest, BridgeFailureCarriesItsStderrAndLeavesNothing) {
 TEST_F(CompiledTest, TorchVersionMismatchIsRefused) {
   CompiledOptions options;
   options.cache_dir = dir("other-torch");
-  options.python = fake_python(s_root.string(), "old-torch.sh", "touch \"$3\"\necho '{\"torch\": \"2.1.0+cu118\"}'");
-  auto compiled = CompiledProgram::load_or_compile(parse(k_program), at::kCPU, options);
+  options.python = fake_python(s_root, "old-torch.sh", "touch \"$3\"\necho '{\"torch\": \"2.1.0+cu118\"}'");
+  auto compiled = CompiledProgram::load_or_compile(parse(k_program), test_device(), options);
   ASSERT_FALSE(compiled);
   EXPECT_NE(compiled.error().find("the bridge's torch is 2.1.0+cu118 but LibTorch is " TORCH_VERSION),
             std::string::npos)
@@ -209,10 +237,10 @@ TEST_F(CompiledTest, TorchVersionMismatchIsRefused) {
 TEST_F(CompiledTest, CompileTimeoutLeavesNothing) {
   CompiledOptions options;
   options.cache_dir = dir("slow");
-  options.python = fake_python(s_root.string(), "slow.sh", "sleep 30");
+  options.python = fake_python(s_root, "slow.sh", "sleep 30");
   options.timeout_s = 1;
   auto start = Clock::now();
-  auto compiled = CompiledProgram::load_or_compile(parse(k_program), at::kCPU, options);
+  auto compiled = CompiledProgram::load_or_compile(parse(k_program), test_device(), options);
   ASSERT_FALSE(compiled);
   EXPECT_LT(seconds_since(start), 10);
   EXPECT_NE(compiled.error().find("did not finish within 1 s"), std::string::npos) << compiled.error();
@@ -227,22 +255,22 @@ TEST_F(CompiledTest, CorruptPackageIsCompiledAgain) {
   options.python = copying_python();
   const std::string key = (*s_first)->key();
   std::string package = options.cache_dir + "/" + key + ".pt2";
-  fs::copy_file((*s_first)->path(), package);
-  fs::copy_file(s_root / "compiled" / (key + ".json"), options.cache_dir + "/" + key + ".json");
-  fs::resize_file(package, fs::file_size(package) / 2);
+  copy_file((*s_first)->path(), package);
+  copy_file(s_root + "/compiled/" + key + ".json", options.cache_dir + "/" + key + ".json");
+  ASSERT_EQ(::truncate(package.c_str(), file_size(package) / 2), 0);
 
-  auto compiled = CompiledProgram::load_or_compile(parse(k_program), at::kCPU, options);
+  auto compiled = CompiledProgram::load_or_compile(parse(k_program), test_device(), options);
   ASSERT_TRUE(compiled) << compiled.error();
   EXPECT_FALSE(compiled->cached());
-  EXPECT_EQ(fs::file_size(package), fs::file_size((*s_first)->path()));
+  EXPECT_EQ(file_size(package), file_size((*s_first)->path()));
   Program program = parse(k_program);
-  auto tensors = make_tensors(program, 4, at::kCPU);
+  auto tensors = make_tensors(program, 4, test_device());
   auto outputs = compiled->run(tensors);
   ASSERT_TRUE(outputs) << outputs.error();
   EXPECT_TRUE(at::allclose((*outputs)[0], at::relu(at::mm(tensors[0], tensors[1])), 1e-5, 1e-5));
 
   std::ofstream(options.cache_dir + "/" + key + ".json") << "{\"sha256\": \"0000\"}\n";
-  auto again = CompiledProgram::load_or_compile(parse(k_program), at::kCPU, options);
+  auto again = CompiledProgram::load_or_compile(parse(k_program), test_device(), options);
   ASSERT_TRUE(again) << again.error();
   EXPECT_FALSE(again->cached());
   EXPECT_EQ(entries(options.cache_dir), (std::vector<std::string>{key + ".json", key + ".pt2"}));
@@ -252,12 +280,13 @@ TEST_F(CompiledTest, ConcurrentLoadsCompileOnce) {
   CompiledOptions options;
   options.cache_dir = dir("concurrent");
   std::string log = options.cache_dir + "/../concurrent.log";
-  options.python = fake_python(s_root.string(), "copy-slowly.sh",
+  options.python = fake_python(s_root, "copy-slowly.sh",
                                "echo compile >> '" + log + "'\nsleep 1\ncp '" + (*s_first)->path() +
                                    "' \"$3\"\necho '{\"torch\": \"" TORCH_VERSION "\"}'");
   std::optional<std::expected<CompiledProgram, std::string>> results[2];
-  std::thread other([&] { results[1].emplace(CompiledProgram::load_or_compile(parse(k_program), at::kCPU, options)); });
-  results[0].emplace(CompiledProgram::load_or_compile(parse(k_program), at::kCPU, options));
+  std::thread other(
+      [&] { results[1].emplace(CompiledProgram::load_or_compile(parse(k_program), test_device(), options)); });
+  results[0].emplace(CompiledProgram::load_or_compile(parse(k_program), test_device(), options));
   other.join();
   ASSERT_TRUE(*results[0]) << results[0]->error();
   ASSERT_TRUE(*results[1]) << results[1]->error();
@@ -273,9 +302,9 @@ TEST_F(CompiledTest, OutputCountMismatchIsAnError) {
   options.cache_dir = dir("two-outputs");
   options.python = copying_python();
   Program program = parse(two_outputs);
-  auto compiled = CompiledProgram::load_or_compile(program, at::kCPU, options);
+  auto compiled = CompiledProgram::load_or_compile(program, test_device(), options);
   ASSERT_TRUE(compiled) << compiled.error();
-  auto outputs = compiled->run(make_tensors(program, 1, at::kCPU));
+  auto outputs = compiled->run(make_tensors(program, 1, test_device()));
   ASSERT_FALSE(outputs);
   EXPECT_EQ(outputs.error(), "compiled program: the package returned 1 outputs, the program has 2");
 }
@@ -283,7 +312,7 @@ TEST_F(CompiledTest, OutputCountMismatchIsAnError) {
 TEST_F(CompiledTest, RunChecksItsTensors) {
   CompiledProgram& compiled = **s_first;
   Program program = parse(k_program);
-  auto tensors = make_tensors(program, 1, at::kCPU);
+  auto tensors = make_tensors(program, 1, test_device());
   auto fewer = compiled.run({tensors[0]});
   ASSERT_FALSE(fewer);
   EXPECT_EQ(fewer.error(), "compiled program: expected 2 tensors (inputs then params), got 1");
@@ -293,7 +322,7 @@ TEST_F(CompiledTest, RunChecksItsTensors) {
   auto dtype = compiled.run({tensors[0].to(at::kDouble), tensors[1]});
   ASSERT_FALSE(dtype);
   EXPECT_EQ(dtype.error(), "compiled program: tensor 0 (x): dtype Double, expected float32");
-  auto strided = compiled.run({tensors[0], at::empty({4, 16}).t()});
+  auto strided = compiled.run({tensors[0], at::empty({4, 16}, tensors[1].options()).t()});
   ASSERT_FALSE(strided);
   EXPECT_NE(strided.error().find("tensor 1 (w): not contiguous"), std::string::npos) << strided.error();
 }
