@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 
 namespace ca {
 
@@ -26,6 +27,16 @@ std::expected<OpCountMix, std::string> parse_mix(std::string_view text) {
   if (count != mix.size()) return std::unexpected("--mix: expected 5 numbers (tasks of 1..5 ops), got " + std::to_string(count));
   if (total <= 0) return std::unexpected("--mix: the weights are all zero");
   return mix;
+}
+
+std::string format_mix(const OpCountMix& mix) {
+  std::string text;
+  for (double weight : mix) {
+    char number[32];
+    std::snprintf(number, sizeof number, "%g", weight);
+    text += (text.empty() ? "" : ",") + std::string(number);
+  }
+  return text;
 }
 
 MixSchedule::MixSchedule(const OpCountMix& mix) {

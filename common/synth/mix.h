@@ -19,6 +19,9 @@ constexpr OpCountMix k_paper_mix = {3.4, 83.8, 7.6, 2.8, 1.2};
 /// Errors say what is wrong ("--mix: expected 5 numbers, got 3").
 std::expected<OpCountMix, std::string> parse_mix(std::string_view text);
 
+/// "3.4,83.8,7.6,2.8,1.2": the form parse_mix reads.
+std::string format_mix(const OpCountMix& mix);
+
 /// Hands out op counts so that every prefix of the sequence follows the mix
 /// as closely as whole tasks can: the next count is the one furthest behind
 /// its share (largest deficit, ties to the smaller count). Deterministic, so

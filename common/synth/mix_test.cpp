@@ -11,6 +11,7 @@ TEST(ParseMixTest, ReadsFiveWeights) {
   auto mix = parse_mix("3.4,83.8,7.6,2.8,1.2");
   ASSERT_TRUE(mix) << mix.error();
   EXPECT_EQ(*mix, k_paper_mix);
+  EXPECT_EQ(format_mix(k_paper_mix), "3.4,83.8,7.6,2.8,1.2");
 }
 
 TEST(ParseMixTest, NamesWhatIsWrong) {

@@ -16,7 +16,7 @@ using namespace ca;
 
 int main(int argc, char** argv) {
   ToolCli cli("ca-synth", "Compose fused tasks of 1-5 ops from op records (ca-crawl ops) into task records.");
-  std::string ops_path = "-", output = "-", mix_text = "3.4,83.8,7.6,2.8,1.2", device_name = "h200";
+  std::string ops_path = "-", output = "-", mix_text = format_mix(k_paper_mix), device_name = "h200";
   std::string modules_path, api_key_env;
   size_t count = 10;
   double timeout_s = 120;
