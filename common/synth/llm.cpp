@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <unistd.h>
 
+#include "aten/kernelbench.h"
 #include "aten/task_check.h"
 #include "util/atomic_file.h"
 #include "util/subprocess.h"
@@ -63,16 +64,24 @@ std::expected<std::string, std::string> code_from_reply(const std::string& body)
   return text.substr(start + 1, end - start - 1);
 }
 
-std::expected<Json, std::string> import_model_py(const std::string& code, const std::string& id, const LlmOptions& options) {
+std::expected<Json, std::string> import_model_py(const std::string& code, const std::string& id, uint64_t seed,
+                                                 const LlmOptions& options) {
   char dir[] = "/tmp/ca-synth-XXXXXX";
   if (!mkdtemp(dir)) return std::unexpected("cannot make a scratch directory");
-  std::string path = std::string(dir) + "/model.py";
+  std::string path = std::string(dir) + "/" + id + ".py";
   auto written = write_file_atomic(path, code);
   std::expected<SubprocessResult, std::string> ran = std::unexpected(written ? "" : written.error());
-  if (written) {
+  KernelbenchImport import;
+  import.dirs = {dir};
+  import.params_dir = options.params_dir;
+  import.seed = seed;
+  auto argv = import_bridge_command(import);
+  if (written && !argv) ran = std::unexpected(argv.error());
+  if (written && argv) {
+    // Run here rather than by run_import_bridge: a model from an LLM may hang.
     SubprocessOptions run_options;
     run_options.timeout = std::chrono::milliseconds(int64_t(options.import_timeout_s * 1000));
-    ran = run_subprocess({options.python, options.bridge, path, "--id", id, "--source", "llm"}, run_options);
+    ran = run_subprocess(*argv, run_options);
   }
   std::remove(path.c_str());
   rmdir(dir);
@@ -83,48 +92,13 @@ std::expected<Json, std::string> import_model_py(const std::string& code, const 
     auto last = err.rfind('\n');
     return std::unexpected("bridge " + ran->describe() + ": " + (last == std::string::npos ? err : err.substr(last + 1)));
   }
-  Json record = Json::parse(ran->out, nullptr, false);
-  if (!record.is_object()) return std::unexpected("the bridge printed no JSON record");
+  Json imported = Json::parse(ran->out, nullptr, false);
+  if (!imported.is_object()) return std::unexpected("the bridge printed no JSON record");
+  if (imported.value("kind", "") != "task") return std::unexpected(imported.value("error", "the bridge made no task"));
+  // The importer's own fields (kernelbench id, level, scratch file) do not apply.
+  Json record = {{"kind", "task"}, {"id", id}, {"source", "llm"}, {"program", imported["program"]}, {"seed", seed}};
+  if (imported.contains("derived_inputs")) record["derived_inputs"] = imported["derived_inputs"];
   return record;
-}
-
-namespace {
-
-// The first of `candidates` that exists; "" when none does.
-std::string first_existing(const std::vector<std::string>& candidates) {
-  for (const auto& path : candidates) {
-    if (!path.empty() && access(path.c_str(), F_OK) == 0) return path;
-  }
-  return "";
-}
-
-// Two levels above /proc/self/exe: the checkout of a tool in build/bin.
-std::string checkout_of_executable() {
-  char buffer[4096];
-  ssize_t n = readlink("/proc/self/exe", buffer, sizeof buffer - 1);
-  if (n <= 0) return "";
-  std::string path(buffer, size_t(n));
-  for (int up = 0; up < 3; ++up) path = path.substr(0, path.rfind('/'));
-  return path;
-}
-
-std::string env_or_empty(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "";
-}
-
-}  // namespace
-
-std::string default_python(const std::string& source_dir) {
-  std::string found = first_existing({env_or_empty("CA_PYTHON"), checkout_of_executable() + "/.venv/bin/python",
-                                      source_dir + "/.venv/bin/python"});
-  return found.empty() ? "python3" : found;
-}
-
-std::string default_bridge(const std::string& source_dir) {
-  std::string dir = env_or_empty("CA_BRIDGE_DIR");
-  return first_existing({dir.empty() ? "" : dir + "/import_model.py", checkout_of_executable() + "/bridge/import_model.py",
-                         source_dir + "/bridge/import_model.py"});
 }
 
 LlmComposer::LlmComposer(std::vector<Json> records, LlmOptions options, HttpPost post)
@@ -148,12 +122,17 @@ std::expected<Json, LlmComposer::Failure> LlmComposer::attempt() {
   if (!code) return std::unexpected(Failure{"no code block", code.error()});
   char id[64];
   std::snprintf(id, sizeof id, "llm-%llu-%06zu", static_cast<unsigned long long>(m_options.seed), m_tasks);
-  auto imported = import_model_py(*code, id, m_options);
+  auto imported = import_model_py(*code, id, seed, m_options);
   if (!imported) return std::unexpected(Failure{"import", imported.error()});
-  (*imported)["seed"] = seed;
+  // A refused task leaves no weights behind (the importer names them by id).
+  std::string weights = m_options.params_dir + "/kernelbench-" + id + ".safetensors";
   auto checked = check_task(*imported);
-  if (!checked) return std::unexpected(Failure{"check", checked.error()});
+  if (!checked) {
+    std::remove(weights.c_str());
+    return std::unexpected(Failure{"check", checked.error()});
+  }
   if (!m_fingerprints.insert((*checked)["meta"]["fingerprint"].get<std::string>()).second) {
+    std::remove(weights.c_str());
     return std::unexpected(Failure{"duplicate", "fingerprint seen before"});
   }
   return *checked;

@@ -1,7 +1,8 @@
 // LLM mode of ca-synth: ask an OpenAI-compatible chat endpoint for a
 // KernelBench-style model.py built from 2-5 sampled op/module records, and
-// import the answer through the Python bridge (torch.export) into a task
-// record. Every failure is a counted reason, never fatal.
+// import the answer through the KernelBench importer
+// (bridge/import_kernelbench.py: torch.export, weights to safetensors) into a
+// task record. Every failure is a counted reason, never fatal.
 #pragma once
 
 #include <expected>
@@ -27,8 +28,7 @@ struct LlmOptions {
   double temperature = 0.7;
   double target_ms = 2;
   std::string device = "h200";
-  std::string python;  // the interpreter that runs the bridge (with torch)
-  std::string bridge;  // bridge/import_model.py
+  std::string params_dir = "llm-params";  // where the importer writes each task's weights
   double import_timeout_s = 300;
   uint64_t seed = 0;
 };
@@ -43,18 +43,13 @@ Json chat_request(const LlmOptions& options, const std::string& prompt, uint64_t
 /// Errors: "not a chat completion: ..." or "no code block in the reply".
 std::expected<std::string, std::string> code_from_reply(const std::string& body);
 
-/// Writes `code` to a scratch model.py and runs the bridge on it; returns its
-/// task record {kind:"task", id, source:"llm", program, seed} or the bridge's
-/// last stderr line.
-std::expected<Json, std::string> import_model_py(const std::string& code, const std::string& id, const LlmOptions& options);
-
-/// The Python that runs the bridge: $CA_PYTHON, else .venv/bin/python two
-/// levels above the running executable (build/bin in a checkout), else in
-/// `source_dir`, else "python3".
-std::string default_python(const std::string& source_dir);
-/// bridge/import_model.py: under $CA_BRIDGE_DIR, else two levels above the
-/// running executable, else in `source_dir`; "" when none exists.
-std::string default_bridge(const std::string& source_dir);
+/// Writes `code` to a scratch <id>.py and runs the KernelBench importer on it
+/// (import_bridge_command finds Python and the script; model weights drawn
+/// with `seed` go to <params_dir>/kernelbench-<id>.safetensors);
+/// returns {kind:"task", id, source:"llm", program, seed, derived_inputs?},
+/// or the importer's import_error message or last stderr line.
+std::expected<Json, std::string> import_model_py(const std::string& code, const std::string& id, uint64_t seed,
+                                                 const LlmOptions& options);
 
 class LlmComposer {
  public:

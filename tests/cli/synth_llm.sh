@@ -1,6 +1,7 @@
 # ca-synth --llm asks an OpenAI-compatible endpoint (a local fake here) for a
-# model.py, imports it through the bridge into a checked task, and counts a
-# reply without code and a model that does not import as failures.
+# model.py, imports it through the KernelBench importer into a checked task
+# (weights in --params-dir), and counts a reply without code and a model that
+# does not import as failures.
 . "$(dirname "$0")/lib.bash"
 synth=$CA_BIN/ca-synth
 python=$(torch_python)
@@ -12,14 +13,16 @@ url=http://127.0.0.1:$(cat "$WORK/port")/v1
 echo '{"kind":"op","name":"aten::gelu","overload":"","schema":"aten::gelu(Tensor self, *, str approximate=\"none\") -> Tensor","category":"activation","usable":true}' >"$WORK/ops.jsonl"
 
 # The fake answers a good model.py, then no code, then a broken model, in turn.
-run env CA_PYTHON="$python" "$synth" --llm "$url" --model fake -n 1 "$WORK/ops.jsonl"
+run env CA_PYTHON="$python" "$synth" --llm "$url" --model fake -n 1 --params-dir "$WORK/params" "$WORK/ops.jsonl"
 expect_code 0; expect_stderr "1 tasks from 1 requests; failed: none"
 expect_stdout '"source":"llm"'; expect_stdout '"op":"aten::linear"'; expect_stdout '"fingerprint":"sha256:'
+ls "$WORK"/params/*.safetensors >/dev/null 2>&1 || fail "no weights written to --params-dir"
 cp "$WORK/stdout" "$WORK/task.jsonl"
 run "$CA_BIN/ca-crawl" tasks "$WORK/task.jsonl"
 expect_code 0
 
-run env CA_PYTHON="$python" "$synth" --llm "$url" --model fake -n 1 -v "$WORK/ops.jsonl"
+run env CA_PYTHON="$python" "$synth" --llm "$url" --model fake -n 1 -v --params-dir "$WORK/params" "$WORK/ops.jsonl"
 expect_code 0; expect_stderr "1 tasks from 3 requests; failed: import 1, no code block 1"
-expect_stderr "request 2: import: bridge exited with status 1"
+expect_stderr "request 1: no code block: no code block in the reply"
+expect_stderr "request 2: import: "
 finish

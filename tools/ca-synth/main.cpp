@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   cli.app().add_option("--model", llm.model, "Model name for --llm");
   cli.app().add_option("--api-key-env", api_key_env, "Environment variable holding the API key for --llm");
   cli.app().add_option("--modules", modules_path, "Module records (ca-crawl modules) to sample from too, with --llm");
+  cli.app().add_option("--params-dir", llm.params_dir, "Where --llm tasks' weights go (safetensors)")->capture_default_str();
   cli.app().add_option("--temperature", llm.temperature, "Sampling temperature for --llm")->capture_default_str();
   cli.app().add_option("--timeout", timeout_s, "Seconds for one --llm request")->capture_default_str()->check(CLI::PositiveNumber);
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
@@ -67,9 +68,6 @@ int main(int argc, char** argv) {
     llm.target_ms = options.target_ms;
     llm.device = device->name;
     llm.seed = options.seed;
-    llm.python = default_python(CA_SYNTH_SOURCE_DIR);
-    llm.bridge = default_bridge(CA_SYNTH_SOURCE_DIR);
-    if (llm.bridge.empty()) warning("bridge/import_model.py not found (set CA_BRIDGE_DIR); every import will fail");
     auto post = [timeout_s](const std::string& url, const std::string& body, const std::vector<std::string>& headers) {
       return http_post(url, body, headers, timeout_s);
     };
