@@ -4,12 +4,17 @@
 # against the original Model in eager PyTorch on the GPU
 # (bridge/check_import.py --device cuda). Full-size tensors reach GBs, so the
 # problems go one at a time and each one's dump and weights (kept in /dev/shm)
-# are deleted once checked. Usage: kernelbench_import.sh OUT_DIR; OUT_DIR gets
-# tasks.jsonl (all records), check.txt (one verdict a task, then a summary per
-# level) and import.log. KB_PROBLEMS (a glob, default '*') picks problems, and
-# KB_SCALE (default 1) shrinks them, for a quick run; KB_BENCHMARKS is the folder
-# holding level1/ and level2/ (default ../shared/benchmarks/kernelbench or shared/...). CA_BIN defaults to
-# build-gpu/bin, CA_PYTHON to python3 (which needs torch with CUDA and safetensors).
+# are deleted once checked. Inputs are drawn with the project's generator on
+# the CPU and copied to the GPU (ARCHITECTURE.md, deviation 6): for the largest
+# problems (4096 x 393216 floats) that is the slow part. Not yet run on an H200.
+#
+# Usage: kernelbench_import.sh OUT_DIR. OUT_DIR gets tasks.jsonl (all records),
+# check.txt (one verdict a task, then a summary per level) and import.log.
+# KB_PROBLEMS (a glob, default '*') picks problems and KB_SCALE (default 1)
+# shrinks them, for a quick run; KB_BENCHMARKS is the folder holding level1/
+# and level2/ (default ../shared/benchmarks/kernelbench, else shared/...).
+# CA_BIN defaults to build-gpu/bin, CA_PYTHON to python3 (with CUDA torch and
+# safetensors).
 set -uo pipefail
 out=${1:?usage: kernelbench_import.sh OUT_DIR}
 CA_SOURCE_DIR=${CA_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}

@@ -135,6 +135,7 @@ int main(int argc, char** argv) {
   }
 
   if (kernelbench->parsed()) {
+    if (device == "cuda" && !at::hasCUDA()) return to_int(usage_error("--device cuda: no CUDA device here"));
     import.seed = cli.common().seed;
     import.device = device == "cuda" ? at::Device(at::kCUDA) : at::Device(at::kCPU);
     return to_int(import_kernelbench(import, output));
