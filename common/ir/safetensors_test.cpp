@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -153,6 +156,25 @@ TEST_F(SafetensorsTest, FingerprintIgnoresPathAndKeyAndModelPyLoadsTheFile) {
   EXPECT_NE(py.find("self.w = torch.nn.Parameter(safetensors.torch.load_file(\"a.safetensors\")[\"conv.weight\"])"),
             std::string::npos);
   EXPECT_EQ(render_model_py(drawn, "t").find("safetensors"), std::string::npos);
+}
+
+// The rendered model.py loads the weights with safetensors, so Python reads
+// what the C++ writer wrote: the same values as the harness.
+TEST_F(SafetensorsTest, ModelPyLoadsTheWeightsUnderPython) {
+  const std::string python = CA_SOURCE_DIR "/.venv/bin/python";
+  if (!std::filesystem::exists(python)) GTEST_SKIP() << "no " << python;
+  write_weights();
+  std::ofstream(m_dir + "/model.py") << render_model_py(file_program(m_path, "conv.weight"), "t");
+  std::string command = "cd " + m_dir + " && " + python +
+                        " -c \"import model; m = model.Model(); print(list(m.w.shape), m.w.sum().item(), m.w[1, 2].item())\" 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string output;
+  char buffer[4096];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  int status = pclose(pipe);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output;
+  EXPECT_EQ(output, "[2, 3] 15.0 5.0\n");
 }
 
 }  // namespace
