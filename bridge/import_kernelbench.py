@@ -147,8 +147,7 @@ def input_init(init, dtype):
 
 
 def convert_literal(value, where):
-    if isinstance(value, torch.fx.Node):
-        raise AssertionError("references are converted by the caller")
+    """A non-reference argument as the IR's JSON literal (docs/IR.md, Arguments)."""
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
