@@ -38,7 +38,7 @@ TEST(LlmComposerTest, CountsFailuresByReason) {
   LlmOptions options;
   options.url = "http://127.0.0.1:9/v1";
   options.model = "m";
-  options.params_dir = ::testing::TempDir() + "llm-params";
+  options.params_dir = ::testing::TempDir() + "ca_synth_llm_params";
   std::vector<std::string> urls;
   int call = 0;
   HttpPost post = [&](const std::string& url, const std::string& body, const std::vector<std::string>&) -> std::expected<std::string, std::string> {
