@@ -18,7 +18,7 @@ constexpr int k_node_tries = 24;     // ops tried for one position of a task
 constexpr int k_task_attempts = 50;  // fresh starts for one task
 
 // Relative weight of each op category when a node's op is drawn (then
-// uniformly within the category); categories not listed weigh 0.5.
+// within the category, see pick_op); categories not listed weigh 0.5.
 const std::vector<std::pair<std::string, double>> k_category_weights = {
     {"activation", 3},    {"elementwise", 3}, {"matmul", 2},    {"convolution", 1.5}, {"normalization", 1.5},
     {"reduction", 1.5},   {"pooling", 1},     {"softmax", 1},   {"shape", 1},         {"scan", 0.5},
