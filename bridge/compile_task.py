@@ -36,6 +36,14 @@ def resolve_op(qualified):
     return getattr(getattr(getattr(torch.ops, namespace), name), overload or "default")
 
 
+def fixed_list(value, argument):
+    """A single number stands for a fixed-length list (int[2] stride=1), as the IR allows and ATen's
+    Python arguments parser does; torch.ops under export wants the list spelled out."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and argument.N is not None:
+        return [value] * argument.N
+    return value
+
+
 def convert(value, type_name, env, device):
     """One JSON argument as the op wants it, by the schema's type name."""
     if isinstance(value, str) and value.startswith("%") and not value.startswith("%%"):
@@ -71,9 +79,12 @@ class Program(torch.nn.Module):
         for node in self.program["nodes"]:
             op = resolve_op(node["op"])
             schema = op._schema.arguments
-            args = [convert(v, str(schema[i].type), env, self.device) for i, v in enumerate(node.get("args", []))]
+            args = [convert(fixed_list(v, schema[i]), str(schema[i].type), env, self.device)
+                    for i, v in enumerate(node.get("args", []))]
             types = {a.name: str(a.type) for a in schema}
-            kwargs = {k: convert(v, types[k], env, self.device) for k, v in node.get("kwargs", {}).items()}
+            by_name = {a.name: a for a in schema}
+            kwargs = {k: convert(fixed_list(v, by_name[k]), types[k], env, self.device)
+                      for k, v in node.get("kwargs", {}).items()}
             for a in schema[len(args):]:
                 if "Device" in str(a.type) and a.name not in kwargs:
                     kwargs[a.name] = self.device

@@ -2,13 +2,18 @@
 
 #include <sys/stat.h>
 
+#include <climits>
 #include <chrono>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <sstream>
 
 #include "aten/tensors.h"
+#include "ir/tensor_init.h"
 #include "util/atomic_file.h"
+#include "util/remove_tree.h"
 
 namespace ca {
 namespace {
@@ -94,6 +99,20 @@ std::string last_lines(const std::string& text, size_t count) {
   return out;
 }
 
+// The runner runs in another directory, inside the sandbox: it gets weight files by absolute path.
+std::expected<Program, std::string> with_absolute_files(const Program& program) {
+  Program copy = program;
+  for (auto* list : {&copy.inputs, &copy.params}) {
+    for (auto& spec : *list) {
+      if (spec.init.dist != Dist::file) continue;
+      char resolved[PATH_MAX];
+      if (realpath(spec.init.path.c_str(), resolved) == nullptr) return Error(spec.init.path + ": " + std::strerror(errno));
+      spec.init.path = resolved;
+    }
+  }
+  return copy;
+}
+
 }  // namespace
 
 Program with_signed_inputs(const Program& program) {
@@ -113,7 +132,7 @@ std::expected<RunnerOutcome, std::string> run_in_runner(const Program& program, 
   if (mkdtemp(run_dir.data()) == nullptr || chmod(run_dir.c_str(), 0755) != 0) return Error("cannot create a run directory under /tmp");
   struct Cleanup {
     std::string dir;
-    ~Cleanup() { std::filesystem::remove_all(dir); }
+    ~Cleanup() { remove_tree(dir); }
   } cleanup{run_dir};
   std::string io_dir = run_dir + "/io";
   std::error_code ec;
@@ -121,7 +140,9 @@ std::expected<RunnerOutcome, std::string> run_in_runner(const Program& program, 
 
   std::string runner = options.runner.empty() ? default_runner() : options.runner;
   std::string request_path = run_dir + "/request.json";
-  auto written = write_file_atomic(request_path, runner_request(program, shapes, library, calls, io_dir, options).dump());
+  auto absolute = with_absolute_files(program);
+  if (!absolute) return Error(absolute.error());
+  auto written = write_file_atomic(request_path, runner_request(*absolute, shapes, library, calls, io_dir, options).dump());
   if (!written) return Error(written.error());
   chmod(request_path.c_str(), 0644);  // the runner reads it as the sandbox's unprivileged user
 
@@ -130,6 +151,7 @@ std::expected<RunnerOutcome, std::string> run_in_runner(const Program& program, 
   spec.workdir = run_dir;
   spec.writable = {io_dir};
   spec.readable = {runner, library};
+  for (const auto& file : param_files(*absolute)) spec.readable.push_back(file);
   spec.gpu = options.backend == Backend::cuda;
   spec.limits = options.limits;
   auto started = std::chrono::steady_clock::now();

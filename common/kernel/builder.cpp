@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "kernel/static_check.h"
+#include "util/remove_tree.h"
 #include "util/atomic_file.h"
 #include "util/jsonl.h"
 #include "util/sha256.h"
@@ -250,8 +251,7 @@ std::string summarize_compiler_output(const std::string& output, const std::stri
 struct TempDir {
   std::string path;
   ~TempDir() {
-    std::error_code ignored;
-    if (!path.empty()) fs::remove_all(path, ignored);
+    if (!path.empty()) remove_tree(path);
   }
 };
 

@@ -1,8 +1,13 @@
 // The cpu backend's Device (see device.h): 64-byte aligned host buffers at addresses no earlier call was given.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <unordered_set>
+#include <utility>
+#include <vector>
 
 #include "runner/device.h"
 
@@ -15,7 +20,11 @@ using Error = std::unexpected<RunError>;
 constexpr size_t k_alignment = 64;
 // Past this a request is a bug or an attack on the runner, not a tensor.
 constexpr size_t k_max_bytes = size_t(1) << 46;
-constexpr int k_fresh_attempts = 16;
+constexpr int k_fresh_attempts = 64;
+// Buffers are mapped upwards from 16 TiB, far below where the kernel places shared libraries and plain mmaps
+// (near 128 TiB) and far above the heap; a collision only skips ahead.
+constexpr uintptr_t k_first_address = uintptr_t(1) << 44;
+constexpr uintptr_t k_skip = uintptr_t(1) << 30;
 
 struct FreeDeleter {
   void operator()(uint8_t* data) const { std::free(data); }
@@ -76,26 +85,42 @@ class CpuDevice final : public Device {
   }
 
  private:
-  // malloc and mmap happily return a just-freed address, so a reused one is held while asking again.
+  // malloc and plain mmap hand a just-freed address out again, and a profile makes hundreds of calls. Each buffer is
+  // mapped at the next address above every earlier one instead, and unmapped after its call: addresses are never
+  // reused (EXPLOITS C5) and memory is not kept. The kernel refuses (EEXIST) a range something else holds; skip it.
   std::expected<uint8_t*, RunError> fresh(size_t bytes, const std::string& what) {
-    std::vector<Block> held;
+    if (bytes > k_max_bytes) return Error({RunFailure::io_error, "cannot allocate " + std::to_string(bytes) + " bytes for " + what});
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    const size_t size = std::max(page, (bytes + page - 1) / page * page);
     for (int attempt = 0; attempt < k_fresh_attempts; ++attempt) {
-      Block block(allocate_aligned(bytes));
-      if (!block) {
-        return Error({RunFailure::io_error, "cannot allocate " + std::to_string(bytes) + " bytes for " + what});
+      void* want = reinterpret_cast<void*>(m_next);
+      void* got = mmap(want, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+      // A guard page between buffers, so an overrun faults instead of reaching the next tensor.
+      m_next += size + page;
+      if (got == want) {
+        m_call.emplace_back(static_cast<uint8_t*>(got), size);
+        return static_cast<uint8_t*>(got);
       }
-      if (m_seen.insert(reinterpret_cast<uintptr_t>(block.get())).second) {
-        m_call.push_back(std::move(block));
-        return m_call.back().get();
-      }
-      held.push_back(std::move(block));
+      if (got != MAP_FAILED) munmap(got, size);  // a kernel without MAP_FIXED_NOREPLACE took it as a hint
+      else if (errno == ENOMEM) break;
+      m_next += k_skip;
     }
-    return Error({RunFailure::io_error,
-                  "no fresh address for " + what + " after " + std::to_string(k_fresh_attempts) + " tries"});
+    return Error({RunFailure::io_error, "cannot map " + std::to_string(bytes) + " bytes for " + what + " at a fresh address"});
   }
 
-  std::unordered_set<uintptr_t> m_seen;
-  std::vector<Block> m_call;     // this call's inputs and outputs
+  struct Mapping {
+    Mapping(uint8_t* data, size_t size) : data(data), size(size) {}
+    Mapping(Mapping&& other) noexcept : data(std::exchange(other.data, nullptr)), size(other.size) {}
+    Mapping(const Mapping&) = delete;
+    ~Mapping() {
+      if (data != nullptr) munmap(data, size);
+    }
+    uint8_t* data;
+    size_t size;
+  };
+
+  uintptr_t m_next = k_first_address;
+  std::vector<Mapping> m_call;   // this call's inputs and outputs
   std::vector<Block> m_scratch;  // this call's workspace
   std::unique_ptr<CallClock> m_clock = make_cpu_clock();
 };

@@ -21,10 +21,30 @@ std::string describe(cudaError_t error) {
   return std::string(cudaGetErrorName(error)) + ": " + cudaGetErrorString(error);
 }
 
+// The runner's timer, keeping the candidate's launch error: the events and syncs of stop() would otherwise
+// overwrite what cudaGetLastError reports in after_call().
+class KeepErrorClock final : public CallClock {
+ public:
+  KeepErrorClock(std::unique_ptr<CallClock> clock, cudaError_t& pending) : m_clock(std::move(clock)), m_pending(pending) {}
+  void prepare() override { m_clock->prepare(); }
+  void start() override { m_clock->start(); }
+  ClockSample stop() override {
+    if (cudaError_t error = cudaGetLastError(); error != cudaSuccess && m_pending == cudaSuccess) m_pending = error;
+    ClockSample sample = m_clock->stop();
+    cudaGetLastError();  // the timer's own refusals are not the candidate's
+    return sample;
+  }
+  size_t flush_bytes() const override { return m_clock->flush_bytes(); }
+
+ private:
+  std::unique_ptr<CallClock> m_clock;
+  cudaError_t& m_pending;
+};
+
 class CudaDevice final : public Device {
  public:
   CudaDevice(int32_t index, cudaStream_t stream, cublasHandle_t cublas, std::unique_ptr<CallClock> clock)
-      : m_index(index), m_stream(stream), m_cublas(cublas), m_clock(std::move(clock)) {}
+      : m_index(index), m_stream(stream), m_cublas(cublas), m_timed(std::move(clock), m_pending) {}
   CudaDevice(const CudaDevice&) = delete;
   CudaDevice& operator=(const CudaDevice&) = delete;
 
@@ -108,7 +128,7 @@ class CudaDevice final : public Device {
     return {describe(error), cudaDeviceSynchronize() != cudaSuccess};
   }
 
-  CallClock& clock() override { return *m_clock; }
+  CallClock& clock() override { return m_timed; }
 
   void* scratch(size_t bytes) override {
     // Clearing cudaMalloc's error below must not also clear a launch error the candidate made before asking.
@@ -176,8 +196,8 @@ class CudaDevice final : public Device {
   int32_t m_index;
   cudaStream_t m_stream;
   cublasHandle_t m_cublas;
-  std::unique_ptr<CallClock> m_clock;
-  cudaError_t m_pending = cudaSuccess;  // a launch error seen while handing out scratch
+  cudaError_t m_pending = cudaSuccess;  // a launch error seen while handing out scratch or stopping the clock
+  KeepErrorClock m_timed;
   std::unordered_set<uintptr_t> m_seen;
   std::vector<void*> m_call;     // this call's inputs and outputs
   std::vector<void*> m_retired;  // earlier calls' inputs and outputs

@@ -16,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "util/remove_tree.h"
 #include "util/atomic_file.h"
 
 namespace ca {
@@ -241,7 +242,7 @@ std::expected<void, std::string> unpack_archive(const std::string& archive_path,
   if (extracted && std::rename(temp.c_str(), target.c_str()) != 0) {
     extracted = std::unexpected(target.string() + ": " + std::strerror(errno));
   }
-  if (!extracted) fs::remove_all(temp, ec);
+  if (!extracted) remove_tree(temp.string());
   return extracted;
 }
 

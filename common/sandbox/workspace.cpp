@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "ir/model_py.h"
+#include "util/remove_tree.h"
 #include "util/atomic_file.h"
 #include "util/json_field.h"
 
@@ -237,7 +238,7 @@ std::expected<void, std::string> create_workspace(const Json& task_record, const
     filled = std::unexpected(target.string() + ": " + (errno == ENOTEMPTY || errno == EEXIST ? "already exists and is not empty"
                                                                                              : std::strerror(errno)));
   }
-  if (!filled) fs::remove_all(temp, ec);
+  if (!filled) remove_tree(temp.string());
   return filled;
 }
 

@@ -44,7 +44,7 @@ step configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInf
 step build cmake --build build-gpu -j "$(nproc)"
 step cuda_runner build-gpu/bin/ca_core_tests --gtest_filter='CudaRunner*:CpuDevice*:Runner*:Protocol*'
 step cuda_examples env OUT="$OUT" bash tests/gpu/verify_cuda_examples.sh
-step bench bash bench/run.sh cuda "$OUT/bench"
+step bench timeout "${BENCH_TIMEOUT:-300}" bash bench/run.sh cuda "$OUT/bench"
 step cuda_interpreter env CA_TEST_DEVICE=cuda build-gpu/bin/ca_torch_tests --gtest_filter='Programs/*'
 # The full-size KernelBench import takes longest; it goes last, within what the machine's call has left.
 step kernelbench_import timeout "${KB_TIMEOUT:-240}" env KB_BENCHMARKS="${KB_BENCHMARKS:-$PWD/.kb}" \
