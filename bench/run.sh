@@ -4,7 +4,8 @@
 #   2. repeatability: one candidate profiled 5 times, the spread of its medians;
 #   3. eager from the C++ interpreter (ca-profile) against PyTorch eager (bench/eager_torch.py), same method.
 # Usage: bench/run.sh cpu|cuda [OUT_DIR]. Writes OUT_DIR/results.md (and the raw records) and prints it.
-# CA_BIN defaults to build/bin (build-gpu/bin for cuda), CA_PYTHON to .venv/bin/python, else python3.
+# CA_BIN defaults to build/bin (build-gpu/bin for cuda), CA_PYTHON to .venv/bin/python, else python3;
+# BENCH_PROFILE_FLAGS go to every ca-profile (e.g. --no-compile, when the compiled baseline is not the question).
 set -uo pipefail
 backend=${1:?usage: bench/run.sh cpu|cuda [OUT_DIR]}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,6 +18,7 @@ else
   bin=${CA_BIN:-$root/build/bin}; tasks=$root/bench/tasks_cpu.jsonl; ext=cpp; arch=()
   pairs="l1_relu:relu_rand__correct l2_gemm_leaky_relu:linear_leaky_relu__fast"
 fi
+read -r -a extra <<<"${BENCH_PROFILE_FLAGS:-}"
 python=${CA_PYTHON:-$root/.venv/bin/python}
 [ -x "$python" ] || python=python3
 scratch=$(mktemp -d)
@@ -42,7 +44,7 @@ pipeline() {  # pipeline CANDIDATE_LINE OUT: build + verify + profile one candid
   local start end
   start=$(date +%s.%N)
   "$bin/ca-verify" --tasks "$tasks" "${arch[@]}" <<<"$1" 2>>"$out/stderr.log" |
-    "$bin/ca-profile" --tasks "$tasks" "${arch[@]}" >"$2" 2>>"$out/stderr.log"
+    "$bin/ca-profile" --tasks "$tasks" "${arch[@]}" "${extra[@]}" >"$2" 2>>"$out/stderr.log"
   end=$(date +%s.%N)
   python3 -c "print(round($end - $start, 3))"
 }
@@ -51,7 +53,7 @@ pipeline() {  # pipeline CANDIDATE_LINE OUT: build + verify + profile one candid
 fresh_cache
 export CA_CACHE_DIR=$scratch/cache
 warm_start=$(date +%s)
-"$bin/ca-profile" --tasks "$tasks" "${arch[@]}" --rounds 1 "$out/candidates.jsonl" >"$out/warmup.jsonl" 2>>"$out/stderr.log"
+"$bin/ca-profile" --tasks "$tasks" "${arch[@]}" "${extra[@]}" --rounds 1 "$out/candidates.jsonl" >"$out/warmup.jsonl" 2>>"$out/stderr.log"
 warm_seconds=$(($(date +%s) - warm_start))
 
 : >"$out/costs.txt"; : >"$out/repeat.jsonl"
@@ -63,7 +65,7 @@ while read -r line; do
     cat "$scratch/one.jsonl" >>"$out/repeat.jsonl"
   done
   for run in 4 5; do  # two more profiles of the same (now built) candidate, for five medians
-    "$bin/ca-profile" --tasks "$tasks" "${arch[@]}" <<<"$line" >>"$out/repeat.jsonl" 2>>"$out/stderr.log"
+    "$bin/ca-profile" --tasks "$tasks" "${arch[@]}" "${extra[@]}" <<<"$line" >>"$out/repeat.jsonl" 2>>"$out/stderr.log"
   done
 done <"$out/candidates.jsonl"
 

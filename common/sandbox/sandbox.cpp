@@ -336,6 +336,9 @@ std::vector<std::string> bwrap_arguments(const SandboxSpec& spec, HostUser host_
       add(args, {"--ro-bind", dir, dir});
     }
   }
+  // Made 0755 before the files go in: as a mount point's parent bwrap would make it 0700, and the sandbox user
+  // could then reach neither ld.so.cache nor /etc/alternatives (where /usr/local/cuda may point).
+  add(args, {"--perms", "0755", "--dir", "/etc"});
   for (const char* file : k_etc_files) add(args, {"--ro-bind-try", file, file});
   // /usr/local/cuda usually lies under /usr already; a toolkit linked from elsewhere is bound where it really is.
   fs::path cuda = fs::canonical("/usr/local/cuda", ec);

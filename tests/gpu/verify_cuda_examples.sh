@@ -18,7 +18,7 @@ mkdir -p "$CA_CACHE_DIR" && ln -s "${CA_COMPILED_CACHE:-$HOME/.cache/cuda-agent/
 mkdir -p "$CA_CACHE_DIR/compiled"
 start=$(date +%s)
 "$CA_BIN/ca-verify" --tasks "$dir/tasks.jsonl" --timeout 20 --cuda-arch sm_90 "$dir/candidates.jsonl" 2>"$WORK/verify_err" |
-  "$CA_BIN/ca-profile" --tasks "$dir/tasks.jsonl" --timeout 60 --cuda-arch sm_90 2>"$WORK/profile_err" |
+  "$CA_BIN/ca-profile" --tasks "$dir/tasks.jsonl" --timeout 60 --cuda-arch sm_90 ${PROFILE_FLAGS:-} 2>"$WORK/profile_err" |
   "$CA_BIN/ca-reward" >"$WORK/rewarded.jsonl" 2>"$WORK/reward_err"
 codes=("${PIPESTATUS[@]}")
 echo "ca-verify | ca-profile | ca-reward took $(($(date +%s) - start)) s"
