@@ -1,0 +1,110 @@
+#include "filter/filter.h"
+
+#include <gtest/gtest.h>
+
+namespace ca {
+namespace {
+
+// A task of one input x [16, 32] (rand) and the given nodes; the last node's output is the task's.
+Json task(const std::string& id, Json nodes, Json params = Json::array(), Json inputs = nullptr) {
+  if (inputs.is_null()) inputs = Json::array({{{"name", "x"}, {"dtype", "float32"}, {"shape", {16, 32}}, {"init", "rand"}}});
+  std::string out = nodes.back()["out"][0];
+  return {{"kind", "task"}, {"id", id}, {"seed", 1},
+          {"program", {{"inputs", inputs}, {"params", params}, {"nodes", nodes}, {"outputs", {out}}}}};
+}
+
+Json node(const std::string& op, Json args, const std::string& out) { return {{"op", op}, {"args", args}, {"out", {out}}}; }
+
+FilterOptions fast_options() {
+  FilterOptions options;
+  options.min_ms = 0;
+  options.max_ms = 0;
+  options.timed_calls = 1;
+  return options;
+}
+
+std::string reason_of(TaskFilter& filter, const Json& record) {
+  auto verdict = filter.judge(record);
+  EXPECT_TRUE(verdict) << verdict.error();
+  if (!verdict) return "error";
+  return verdict->reason ? reason_name(*verdict->reason) : "kept";
+}
+
+TEST(Filter, KeepsAGoodTaskWithMeasurements) {
+  TaskFilter filter(fast_options());
+  Json params = Json::array({{{"name", "w"}, {"dtype", "float32"}, {"shape", {8, 32}}, {"init", "kaiming_uniform"}}});
+  auto verdict = filter.judge(task("good", {node("aten::linear", {"%x", "%w", nullptr}, "y"), node("aten::tanh", {"%y"}, "z")}, params));
+  ASSERT_TRUE(verdict) << verdict.error();
+  EXPECT_FALSE(verdict->reason) << verdict->detail;
+  EXPECT_TRUE(verdict->record["meta"].contains("eager_ms"));
+  EXPECT_TRUE(verdict->record["meta"].contains("fingerprint"));
+  EXPECT_EQ(verdict->record["filter"]["device"], "cpu");
+  EXPECT_FALSE(verdict->record.contains("reject"));
+}
+
+TEST(Filter, RejectsEachDegenerateKindWithItsReason) {
+  TaskFilter filter(fast_options());
+  // relu(-|x|) clamped is identically zero: the zeros control passes (KernelBench L2-83's shape of defect).
+  EXPECT_EQ(reason_of(filter, task("zeros", {node("aten::abs", {"%x"}, "a"), node("aten::neg", {"%a"}, "n"),
+                                             node("aten::relu", {"%n"}, "r")})),
+            "control-zeros");
+  // x - x + 1: every element 1.
+  EXPECT_EQ(reason_of(filter, task("constant", {node("aten::sub.Tensor", {"%x", "%x"}, "d"), node("aten::add.Scalar", {"%d", 1}, "c")})),
+            "degenerate-constant");
+  // The param is multiplied by zero: the output does not depend on it.
+  Json params = Json::array({{{"name", "w"}, {"dtype", "float32"}, {"shape", {16, 32}}}});
+  EXPECT_EQ(reason_of(filter, task("ignores", {node("aten::mul.Scalar", {"%w", 0.0}, "z"), node("aten::add.Tensor", {"%x", "%z"}, "s"),
+                                               node("aten::sin", {"%s"}, "y")}, params)),
+            "ignores-input");
+  // 1000 + 1e-3 * x: nearly constant, its mean passes.
+  EXPECT_EQ(reason_of(filter, task("mean", {node("aten::mul.Scalar", {"%x", 0.001}, "s"), node("aten::add.Scalar", {"%s", 1000.0}, "y")})),
+            "control-mean");
+  // relu(x + 1e-3) on signed and unsigned inputs is x within tolerance... only on [0,1): signed trials expose it,
+  // so it is kept; x * 1.001 is x within rtol on both trials.
+  EXPECT_EQ(reason_of(filter, task("passthrough", {node("aten::mul.Scalar", {"%x", 1.001}, "y")})), "control-passthrough");
+  EXPECT_EQ(reason_of(filter, task("nan", {node("aten::sub.Scalar", {"%x", 2}, "d"), node("aten::log", {"%d"}, "y")})), "non-finite");
+  EXPECT_EQ(reason_of(filter, task("random", {node("aten::bernoulli.p", {"%x", 0.5}, "y")})), "random-op");
+}
+
+TEST(Filter, DuplicatesNearDuplicatesAndContamination) {
+  TaskFilter filter(fast_options());
+  Json nodes = {node("aten::sigmoid", {"%x"}, "s"), node("aten::mul.Scalar", {"%s", 3.0}, "y")};
+  EXPECT_EQ(reason_of(filter, task("first", nodes)), "kept");
+  EXPECT_EQ(reason_of(filter, task("renamed", {node("aten::sigmoid", {"%x"}, "a"), node("aten::mul.Scalar", {"%a", 3.0}, "b")})), "duplicate");
+  EXPECT_EQ(reason_of(filter, task("literal", {node("aten::sigmoid", {"%x"}, "s"), node("aten::mul.Scalar", {"%s", 4.0}, "y")})),
+            "near-duplicate");
+
+  ASSERT_TRUE(filter.add_reference(task("kb/tanh", {node("aten::tanh", {"%x"}, "y")})));
+  EXPECT_EQ(reason_of(filter, task("tanh", {node("aten::tanh", {"%x"}, "t"), node("aten::view", {"%t", {512}}, "y")})), "contaminated");
+}
+
+TEST(Filter, RuntimeWindowAndUnjudgeableRecords) {
+  FilterOptions options = fast_options();
+  options.min_ms = 1e6;
+  TaskFilter filter(options);
+  auto verdict = filter.judge(task("fast", {node("aten::sin", {"%x"}, "y")}));
+  ASSERT_TRUE(verdict);
+  ASSERT_TRUE(verdict->reason);
+  EXPECT_EQ(reason_name(*verdict->reason), "too-fast");
+  EXPECT_TRUE(verdict->record["meta"].contains("eager_ms"));
+  EXPECT_EQ(verdict->record["reject"]["reason"], "too-fast");
+
+  EXPECT_FALSE(filter.judge(Json::array()));
+  EXPECT_FALSE(filter.judge(Json{{"kind", "op"}, {"id", "x"}}));
+  EXPECT_FALSE(filter.judge(Json{{"kind", "task"}, {"id", "x"}}));
+  Json bad = task("bad", {node("aten::no_such_op", {"%x"}, "y")});
+  EXPECT_EQ(reason_of(filter, bad), "eager-error");
+}
+
+TEST(Filter, RandomOps) {
+  EXPECT_TRUE(is_random_op("aten::bernoulli.p"));
+  EXPECT_TRUE(is_random_op("aten::dropout"));
+  EXPECT_TRUE(is_random_op("aten::randn_like"));
+  EXPECT_TRUE(is_random_op("aten::normal.Tensor_float"));
+  EXPECT_FALSE(is_random_op("aten::layer_norm"));
+  EXPECT_FALSE(is_random_op("aten::scaled_dot_product_attention"));
+  EXPECT_FALSE(is_random_op("aten::relu"));
+}
+
+}  // namespace
+}  // namespace ca
