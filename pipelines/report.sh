@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# report.sh OUT: counts, acceptance rates and seconds per stage of a pipelines/ run.
+set -uo pipefail
+out=${1:?usage: report.sh OUT}
+lines() { [ -f "$1" ] && wc -l <"$1" || echo 0; }
+secs() { [ -f "$out/$1.seconds" ] && printf '%.1f' "$(cat "$out/$1.seconds")" || echo -; }
+ops=$(lines "$out/ops.jsonl"); ref=$(grep -c '"kind":"task"' "$out/reference.jsonl" 2>/dev/null || echo 0)
+tasks=$(lines "$out/tasks.jsonl"); kept=$(lines "$out/kept.jsonl"); rejected=$(lines "$out/rejects.jsonl")
+rate() { [ "$2" -gt 0 ] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f%%", 100 * a / b }' || echo -; }
+printf '%-10s %8s %10s %10s\n' stage records accepted seconds
+printf '%-10s %8s %10s %10s\n' crawl "$ops" "usable ops" "$(secs crawl)"
+printf '%-10s %8s %10s %10s\n' reference "$ref" "tasks" "$(secs reference)"
+printf '%-10s %8s %10s %10s\n' synth "$tasks" "$(grep -o 'accepted ([0-9.]*%)' "$out/synth.log" | tr -d '()' | cut -d' ' -f2) nodes" "$(secs synth)"
+printf '%-10s %8s %10s %10s\n' filter "$kept" "$(rate "$kept" "$tasks")" "$(secs filter)"
+echo
+echo "synth:  $(grep 'note:' "$out/synth.log" | tail -1 | sed 's/^ca-synth: note: //')"
+echo "filter: $(grep 'note: kept' "$out/filter.log" | tail -1 | sed 's/^ca-filter: note: //')"
+echo "rejected by reason:"
+grep -o '"reject":{"reason":"[a-z-]*"' "$out/rejects.jsonl" 2>/dev/null | cut -d'"' -f6 | sort | uniq -c | sort -rn |
+  awk -v total="$tasks" '{ printf "  %-22s %5d  %5.1f%%\n", $2, $1, 100 * $1 / total }'
