@@ -273,15 +273,25 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
     }
   }
 
+  // The mean control's constant is what a candidate could know in advance: the mean of the output on another seed
+  // of the same distribution (for a one-element output its own value would be the answer itself). Outputs of
+  // reductions over many iid values pass it (EXPLOITS B8).
+  Trial a_other{make_tensors(*program, seed + 2, device), {}};
+  Trial b_other{make_tensors(signed_program, seed + 3, device), {}};
+  for (Trial* trial : {&a_other, &b_other}) {
+    auto outputs = run(trial->tensors);
+    if (!outputs) return reject(RejectReason::eager_error, outputs.error());
+    trial->outputs = std::move(*outputs);
+  }
   for (size_t k = 0; k < a.outputs.size(); ++k) {
     auto mean_of = [&](const Trial& trial) -> std::optional<at::Tensor> {
-      const at::Tensor& ref = trial.outputs[k];
-      at::Tensor finite = ref.to(at::kDouble);
+      const at::Tensor& other = (&trial == &a ? a_other : b_other).outputs[k];
+      at::Tensor finite = other.to(at::kDouble);
       finite = at::where(at::isfinite(finite), finite, at::zeros_like(finite));
-      return at::full_like(ref, finite.mean().item<double>());
+      return at::full_like(trial.outputs[k], finite.mean().item<double>());
     };
     if (control_passes(k, mean_of)) {
-      return reject(RejectReason::control_mean, "output " + std::to_string(k) + ": a constant equal to its mean (" +
+      return reject(RejectReason::control_mean, "output " + std::to_string(k) + ": a constant equal to its mean on another seed (" +
                                                     number(mean_of(a)->flatten()[0].item<double>()) +
                                                     ") passes verification" + tolerance_text);
     }

@@ -34,7 +34,7 @@ enum class RejectReason {
   control_zeros,        // an all-zeros output passes verification
   degenerate_constant,  // an output is constant (all elements equal, or a scalar equal across seeds)
   ignores_input,        // no output changes when one input or param is redrawn
-  control_mean,         // a constant equal to the reference's mean passes verification
+  control_mean,         // a constant equal to the output's mean on another seed passes verification
   control_passthrough,  // an input or param of the output's shape passes verification
   too_fast,             // eager median below --min-ms
   too_slow,             // eager median above --max-ms
