@@ -308,6 +308,19 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
     }
   }
 
+  // Flagged, not rejected (EXPLOITS B6): an output smaller than atol everywhere, where allclose alone would let zeros
+  // pass; ca-verify's normalized error is what stops them.
+  Json flags = Json::array();
+  for (size_t k = 0; k < a.outputs.size(); ++k) {
+    const at::Tensor& out = a.outputs[k];
+    if (!at::isFloatingType(out.scalar_type())) continue;
+    double largest = out.abs().max().item<double>();
+    if (largest < m_options.tolerance.atol) {
+      flags.push_back("tiny-output: output " + std::to_string(k) + " max |ref| " + number(largest) + " < atol " +
+                      number(m_options.tolerance.atol));
+    }
+  }
+
   // Runtime: the one timing method (timing/clock.h, as ca-profile): cache flushed before each call, median.
   if (!m_clock) {
     if (device.is_cuda()) {
@@ -377,6 +390,7 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
   if (!compile_info.is_null()) filter["compile"] = compile_info;
   if (!similarity.is_null()) filter["nearest_reference"] = similarity;
   if (!unperturbed.empty()) filter["not_perturbed"] = unperturbed;
+  if (!flags.empty()) filter["flags"] = flags;
   verdict.record["filter"] = filter;
   return verdict;
 }

@@ -96,6 +96,16 @@ TEST(Filter, RuntimeWindowAndUnjudgeableRecords) {
   EXPECT_EQ(reason_of(filter, bad), "eager-error");
 }
 
+TEST(Filter, FlagsTinyOutputsThatVerificationStillJudges) {
+  TaskFilter filter(fast_options());
+  // Below atol everywhere: allclose alone would pass zeros; the normalized error does not, so the task is kept, flagged.
+  auto verdict = filter.judge(task("tiny", {node("aten::mul.Scalar", {"%x", 1e-4}, "y")}));
+  ASSERT_TRUE(verdict) << verdict.error();
+  EXPECT_FALSE(verdict->reason) << verdict->detail;
+  ASSERT_TRUE(verdict->record["filter"].contains("flags"));
+  EXPECT_EQ(verdict->record["filter"]["flags"][0].get<std::string>().rfind("tiny-output: output 0", 0), 0u);
+}
+
 TEST(Filter, RandomOps) {
   EXPECT_TRUE(is_random_op("aten::bernoulli.p"));
   EXPECT_TRUE(is_random_op("aten::dropout"));
