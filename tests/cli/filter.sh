@@ -58,6 +58,12 @@ grep -q '"reason":"too-fast","detail":"eager [0-9.e-]* ms (window 1000-1000 ms' 
 run "$filter" --min-ms 0 --max-ms 1e-9 --rejects "$WORK/slow.jsonl" "$tasks"
 expect_code 0; expect_stderr "too-slow 4"
 
+# --compile: a bridge that fails (CA_PYTHON=/bin/false, an empty cache) is the task's compile-error.
+head -1 "$tasks" >"$WORK/one.jsonl"
+run env CA_CACHE_DIR="$WORK/cache" CA_PYTHON=/bin/false "$filter" --compile --min-ms 0 --rejects "$WORK/compile.jsonl" "$WORK/one.jsonl"
+expect_code 0; expect_stderr "kept 0 of 1; rejected: compile-error 1"
+grep -q '"reason":"compile-error"' "$WORK/compile.jsonl" || fail "no compile-error reject"
+
 # Deterministic verdicts: the same input gives the same kept ids and reject reasons.
 run "$filter" --min-ms 0 --reference "$reference" --rejects "$WORK/rejects2.jsonl" -o "$WORK/kept2.jsonl" "$tasks"
 [ "$(ids "$WORK/kept2.jsonl")" = "$(ids "$WORK/kept.jsonl")" ] || fail "a second run kept other tasks"
