@@ -13,7 +13,7 @@ class DeviceLease {
   /// Blocks until `device` ("cuda0", "cpu") is free. Lock files live in `dir` (default $CA_LOCK_DIR, else /tmp) as
   /// cuda-agent-<device>.lock.
   static std::expected<DeviceLease, std::string> acquire(const std::string& device, std::string dir = "");
-  DeviceLease(DeviceLease&& other) noexcept : m_fd(other.m_fd) { other.m_fd = -1; }
+  DeviceLease(DeviceLease&& other) noexcept : m_fd(other.m_fd), m_waited(other.m_waited) { other.m_fd = -1; }
   DeviceLease& operator=(DeviceLease&&) = delete;
   DeviceLease(const DeviceLease&) = delete;
   ~DeviceLease();
