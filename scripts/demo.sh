@@ -30,11 +30,31 @@ for line in open(sys.argv[1]):
     print(f"   {r['id']:28} {' '.join(m['ops']):55} -> {m['output_shapes'][0]['shape']}  {m['fingerprint'][:19]}")
 PY
 
+echo
+echo "== ca-crawl ops --usable | ca-synth | ca-filter: 50 fused CPU tasks, filtered by the paper's rubric -> $out/kept.jsonl"
+$bin/ca-crawl ops --usable -o "$out/usable.jsonl"
+$bin/ca-synth -n 50 --seed 1 --device cpu --target-ms 0.05 -o "$out/synth.jsonl" "$out/usable.jsonl" 2>"$out/synth.log"
+$bin/ca-filter --rejects "$out/rejects.jsonl" -o "$out/kept.jsonl" "$out/synth.jsonl" 2>"$out/filter.log" || true
+echo "   $(wc -l <"$out/synth.jsonl") composed, $(wc -l <"$out/kept.jsonl") kept; $(tail -1 "$out/filter.log")"
+
+echo
+echo "== ca-verify | ca-profile | ca-reward: the relu candidates of examples/candidates/cpu (the first profile compiles"
+echo "   the task's torch.compile baseline, about a minute; it is cached) -> $out/rewarded.jsonl"
+dir=examples/candidates/cpu
+grep '"example/relu_rand"' "$dir/candidates.jsonl" | $bin/ca-verify --tasks "$dir/tasks.jsonl" --timeout 10 |
+  $bin/ca-profile --tasks "$dir/tasks.jsonl" --min-ms 20 | $bin/ca-reward -o "$out/rewarded.jsonl"
+$py - "$out/rewarded.jsonl" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    p = r.get("profile", {})
+    times = p.get("times_us") or {}
+    speed = "  ".join(f"{k} {v:.0f} us" for k, v in times.items() if isinstance(v, (int, float)))
+    print(f"   {r['id']:36} reward {r['reward']['value']:>2}  {speed or r['reward']['reason'][:70]}")
+PY
+
 cat <<'TXT'
 
 == Still to come (open issues; not run by this demo):
-   ca-crawl kernelbench   import KernelBench problems through torch.export
-   ca-synth, ca-filter    synthesize and filter training tasks
-   ca-sandbox, ca-verify, ca-profile, ca-reward   the checking and timing environment
    ca-rollout, ca-train, ca-eval                  the agent loop, RL training, evaluation
 TXT
