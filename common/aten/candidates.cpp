@@ -1,8 +1,15 @@
 #include "aten/candidates.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <filesystem>
 
 #include "util/atomic_file.h"
+#include "util/cli.h"
+#include "util/log.h"
+#include "util/record_loop.h"
+#include "util/record_output.h"
 #include "util/json_field.h"
 
 namespace ca {
@@ -63,6 +70,56 @@ std::expected<std::map<std::string, std::string>, std::string> candidate_files(c
     out[it.key()] = it->get<std::string>();
   }
   return out;
+}
+
+ExitCode judge_records(const std::vector<std::string>& inputs, const std::string& output, const std::string& tasks_path,
+                       bool fail_fast, const std::string& field, const Judge& judge) {
+  std::map<std::string, Json> tasks;
+  if (!tasks_path.empty()) {
+    auto loaded = load_tasks(tasks_path);
+    if (!loaded) {
+      error(loaded.error());
+      return ExitCode::no_input;
+    }
+    tasks = std::move(*loaded);
+  }
+  std::vector<std::string> files = inputs.empty() ? std::vector<std::string>{"-"} : inputs;
+  return write_records(output, [&](JsonlWriter& writer) {
+    return transform_records(files, writer, fail_fast ? OnBadRecord::stop : OnBadRecord::skip,
+                             [&](const Json& candidate) -> std::expected<Json, std::string> {
+                               auto task = task_of(candidate, tasks);
+                               if (!task) return std::unexpected(task.error());
+                               auto backend = parse_backend(candidate.value("backend", "cpu"));
+                               if (!backend) return std::unexpected("backend: expected \"cpu\" or \"cuda\"");
+                               auto judged = judge(*task, candidate, *backend);
+                               if (!judged) return std::unexpected(judged.error());
+                               Json out = candidate;
+                               out[field] = std::move(*judged);
+                               return out;
+                             });
+  });
+}
+
+ExitCode judge_workspace(const std::string& dir, const std::string& backend_name, const Judge& judge,
+                         const std::function<std::string(const Json&)>& report) {
+  auto backend = parse_backend(backend_name);
+  if (!backend) return usage_error("--backend: expected cpu or cuda, got '" + backend_name + "'");
+  auto candidate = workspace_candidate(dir, backend_name);
+  if (!candidate) {
+    error(candidate.error());
+    return ExitCode::no_input;
+  }
+  auto judged = judge((*candidate)["task"], *candidate, *backend);
+  if (!judged) {
+    error(judged.error());
+    return ExitCode::data_error;
+  }
+  std::fputs(report(*judged).c_str(), stdout);
+  return judged->value("ok", false) ? ExitCode::ok : ExitCode::some_failed;
+}
+
+std::string implied_workspace(const std::vector<std::string>& inputs) {
+  return inputs.empty() && isatty(STDIN_FILENO) && access("task.json", F_OK) == 0 ? "." : "";
 }
 
 }  // namespace ca

@@ -3,9 +3,12 @@
 #pragma once
 
 #include <expected>
+#include <functional>
 #include <map>
 #include <string>
 
+#include "ir/backend.h"
+#include "util/exit_codes.h"
 #include "util/jsonl.h"
 
 namespace ca {
@@ -21,5 +24,24 @@ std::expected<std::map<std::string, std::string>, std::string> candidate_files(c
 
 /// A candidate record made from a workspace: task.json and every file under kernels/.
 std::expected<Json, std::string> workspace_candidate(const std::string& dir, const std::string& backend);
+
+/// What ca-verify and ca-profile do to one candidate: given its task and backend, the object the record gains.
+using Judge = std::function<std::expected<Json, std::string>(const Json& task, const Json& candidate, Backend backend)>;
+
+/// The record loop of both tools: each candidate record of `inputs` gets its task (embedded, else from `tasks_path`)
+/// and backend, and `judge`'s object under `field`; records go to `output` atomically. A record that cannot be
+/// judged is reported and skipped (exit 1), or stops the run with `fail_fast` (exit 65).
+ExitCode judge_records(const std::vector<std::string>& inputs, const std::string& output, const std::string& tasks_path,
+                       bool fail_fast, const std::string& field, const Judge& judge);
+
+/// Workspace mode: judges the workspace `dir` with `backend` ("cpu" or "cuda") and prints `report` of the result for
+/// the agent. Exit 0 when the result says ok, 1 when not, 64/66/65 for a bad backend, a missing workspace, a harness
+/// failure.
+ExitCode judge_workspace(const std::string& dir, const std::string& backend, const Judge& judge,
+                         const std::function<std::string(const Json&)>& report);
+
+/// The workspace a tool run with no arguments should judge: "." when standard input is a terminal and the current
+/// directory holds task.json; "" otherwise.
+std::string implied_workspace(const std::vector<std::string>& inputs);
 
 }  // namespace ca

@@ -1,14 +1,8 @@
 // ca-profile: time each candidate against eager and compiled baselines with one method, interleaved, checking the
 // outputs of every timed call; records gain `profile`.
-#include <cstdio>
-#include <unistd.h>
-
 #include "aten/candidates.h"
 #include "aten/profile.h"
 #include "util/cli.h"
-#include "util/log.h"
-#include "util/record_loop.h"
-#include "util/record_output.h"
 
 using namespace ca;
 
@@ -45,55 +39,17 @@ int main(int argc, char** argv) {
   options.peak_bytes_per_s = peak_gbps * 1e9;
   options.limits.cpu_s = options.limits.wall_s;
 
+  Judge profile = [&](const Json& task, const Json& candidate, Backend backend) -> std::expected<Json, std::string> {
+    // A wrong candidate has nothing worth timing; its reward is -1 either way.
+    if (auto verify = candidate.find("verify"); verify != candidate.end() && !verify->value("ok", false)) {
+      return Json{{"ok", false}, {"skipped", "verification failed"}};
+    }
+    ProfileOptions per_record = options;
+    per_record.build.backend = backend;
+    return profile_candidate(task, candidate, per_record);
+  };
   // Inside a workspace, plain `ca-profile` times it.
-  if (workspace.empty() && inputs.empty() && isatty(STDIN_FILENO) && access("task.json", F_OK) == 0) workspace = ".";
-  if (!workspace.empty()) {
-    auto backend = parse_backend(backend_flag);
-    if (!backend) return to_int(usage_error("--backend: expected cpu or cuda, got '" + backend_flag + "'"));
-    options.build.backend = *backend;
-    auto candidate = workspace_candidate(workspace, backend_flag);
-    if (!candidate) {
-      error(candidate.error());
-      return to_int(ExitCode::no_input);
-    }
-    auto profile = profile_candidate((*candidate)["task"], *candidate, options);
-    if (!profile) {
-      error(profile.error());
-      return to_int(ExitCode::data_error);
-    }
-    std::fputs(agent_profile_line(*profile).c_str(), stdout);
-    return to_int((*profile)["ok"].get<bool>() ? ExitCode::ok : ExitCode::some_failed);
-  }
-
-  std::map<std::string, Json> tasks;
-  if (!tasks_path.empty()) {
-    auto loaded = load_tasks(tasks_path);
-    if (!loaded) {
-      error(loaded.error());
-      return to_int(ExitCode::no_input);
-    }
-    tasks = std::move(*loaded);
-  }
-  if (inputs.empty()) inputs = {"-"};
-  return to_int(write_records(output, [&](JsonlWriter& writer) {
-    return transform_records(inputs, writer, fail_fast ? OnBadRecord::stop : OnBadRecord::skip,
-                             [&](const Json& candidate) -> std::expected<Json, std::string> {
-                               Json out = candidate;
-                               // A wrong candidate has nothing worth timing; its reward is -1 either way.
-                               if (auto verify = candidate.find("verify"); verify != candidate.end() && !verify->value("ok", false)) {
-                                 out["profile"] = {{"ok", false}, {"skipped", "verification failed"}};
-                                 return out;
-                               }
-                               auto task = task_of(candidate, tasks);
-                               if (!task) return std::unexpected(task.error());
-                               ProfileOptions per_record = options;
-                               auto backend = parse_backend(candidate.value("backend", "cpu"));
-                               if (!backend) return std::unexpected("backend: expected \"cpu\" or \"cuda\"");
-                               per_record.build.backend = *backend;
-                               auto profile = profile_candidate(*task, candidate, per_record);
-                               if (!profile) return std::unexpected(profile.error());
-                               out["profile"] = *profile;
-                               return out;
-                             });
-  }));
+  if (workspace.empty()) workspace = implied_workspace(inputs);
+  if (!workspace.empty()) return to_int(judge_workspace(workspace, backend_flag, profile, agent_profile_line));
+  return to_int(judge_records(inputs, output, tasks_path, fail_fast, "profile", profile));
 }

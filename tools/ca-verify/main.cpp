@@ -1,14 +1,8 @@
 // ca-verify: build each candidate, run it sandboxed on fresh inputs from
 // secret seeds, and compare with the reference; records gain `verify`.
-#include <cstdio>
-#include <unistd.h>
-
 #include "aten/candidates.h"
 #include "aten/verify.h"
 #include "util/cli.h"
-#include "util/log.h"
-#include "util/record_loop.h"
-#include "util/record_output.h"
 
 using namespace ca;
 
@@ -36,50 +30,13 @@ int main(int argc, char** argv) {
   options.build.cuda_arch = cuda_arch;
   options.limits.cpu_s = options.limits.wall_s;
 
+  Judge verify = [&](const Json& task, const Json& candidate, Backend backend) {
+    VerifyOptions per_record = options;
+    per_record.build.backend = backend;
+    return verify_candidate(task, candidate, per_record);
+  };
   // Inside a workspace, plain `ca-verify` checks it.
-  if (workspace.empty() && inputs.empty() && isatty(STDIN_FILENO) && access("task.json", F_OK) == 0) workspace = ".";
-  if (!workspace.empty()) {
-    auto backend = parse_backend(backend_flag);
-    if (!backend) return to_int(usage_error("--backend: expected cpu or cuda, got '" + backend_flag + "'"));
-    options.build.backend = *backend;
-    auto candidate = workspace_candidate(workspace, backend_flag);
-    if (!candidate) {
-      error(candidate.error());
-      return to_int(ExitCode::no_input);
-    }
-    auto verdict = verify_candidate((*candidate)["task"], *candidate, options);
-    if (!verdict) {
-      error(verdict.error());
-      return to_int(ExitCode::data_error);
-    }
-    std::fputs(agent_report(*verdict).c_str(), stdout);
-    return to_int((*verdict)["ok"].get<bool>() ? ExitCode::ok : ExitCode::some_failed);
-  }
-
-  std::map<std::string, Json> tasks;
-  if (!tasks_path.empty()) {
-    auto loaded = load_tasks(tasks_path);
-    if (!loaded) {
-      error(loaded.error());
-      return to_int(ExitCode::no_input);
-    }
-    tasks = std::move(*loaded);
-  }
-  if (inputs.empty()) inputs = {"-"};
-  return to_int(write_records(output, [&](JsonlWriter& writer) {
-    return transform_records(inputs, writer, fail_fast ? OnBadRecord::stop : OnBadRecord::skip,
-                             [&](const Json& candidate) -> std::expected<Json, std::string> {
-                               auto task = task_of(candidate, tasks);
-                               if (!task) return std::unexpected(task.error());
-                               VerifyOptions per_record = options;
-                               auto backend = parse_backend(candidate.value("backend", "cpu"));
-                               if (!backend) return std::unexpected("backend: expected \"cpu\" or \"cuda\"");
-                               per_record.build.backend = *backend;
-                               auto verdict = verify_candidate(*task, candidate, per_record);
-                               if (!verdict) return std::unexpected(verdict.error());
-                               Json out = candidate;
-                               out["verify"] = *verdict;
-                               return out;
-                             });
-  }));
+  if (workspace.empty()) workspace = implied_workspace(inputs);
+  if (!workspace.empty()) return to_int(judge_workspace(workspace, backend_flag, verify, agent_report));
+  return to_int(judge_records(inputs, output, tasks_path, fail_fast, "verify", verify));
 }
