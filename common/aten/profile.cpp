@@ -8,12 +8,12 @@
 
 #include "aten/candidates.h"
 #include "aten/interpreter.h"
+#include "aten/task_check.h"
 #include "aten/runner_calls.h"
 #include "aten/tensors.h"
 #include "timing/clock.h"
 #include "timing/lease.h"
 #include "timing/speed_of_light.h"
-#include "util/json_field.h"
 
 namespace ca {
 namespace {
@@ -107,14 +107,11 @@ Json failed(Json profile, const std::string& stage, const std::string& message) 
 }  // namespace
 
 std::expected<Json, std::string> profile_candidate(const Json& task, const Json& candidate, const ProfileOptions& options) {
-  auto program_json = require_field(task, "program", "task");
-  if (!program_json) return Error(program_json.error());
-  auto program = parse_program(**program_json, "task.program");
-  if (!program) return Error(program.error());
-  auto interpreter = Interpreter::create(*program, "task.program");
-  if (!interpreter) return Error(interpreter.error());
-  auto shapes = interpreter->infer_shapes();
-  if (!shapes) return Error(shapes.error());
+  auto task_program = load_task_program(task);
+  if (!task_program) return Error(task_program.error());
+  Interpreter* interpreter = &task_program->interpreter;
+  const Program* program = &interpreter->program();
+  const std::vector<TensorShape>* shapes = &task_program->shapes;
   const Backend backend = options.build.backend;
   const at::Device device = backend == Backend::cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
 

@@ -44,4 +44,17 @@ std::expected<Json, std::string> check_task(const Json& record, const at::Device
   return out;
 }
 
+std::expected<TaskProgram, std::string> load_task_program(const Json& task) {
+  auto program_json = require_field(task, "program", "task");
+  if (!program_json) return std::unexpected(program_json.error());
+  auto program = parse_program(**program_json, "task.program");
+  if (!program) return std::unexpected(program.error());
+  if (auto files = check_file_inits(*program); !files) return std::unexpected(files.error());
+  auto interpreter = Interpreter::create(*program, "task.program");
+  if (!interpreter) return std::unexpected(interpreter.error());
+  auto shapes = interpreter->infer_shapes();
+  if (!shapes) return std::unexpected(shapes.error());
+  return TaskProgram{std::move(*interpreter), std::move(*shapes)};
+}
+
 }  // namespace ca

@@ -4,11 +4,11 @@
 
 #include "aten/candidates.h"
 #include "aten/interpreter.h"
+#include "aten/task_check.h"
 #include "aten/runner_calls.h"
 #include "aten/tensors.h"
 #include "util/atomic_file.h"
 #include "runner/protocol.h"
-#include "util/json_field.h"
 
 namespace ca {
 namespace {
@@ -22,14 +22,11 @@ Json verdict(bool ok, std::string stage, std::string message) {
 }  // namespace
 
 std::expected<Json, std::string> verify_candidate(const Json& task, const Json& candidate, const VerifyOptions& options) {
-  auto program_json = require_field(task, "program", "task");
-  if (!program_json) return Error(program_json.error());
-  auto program = parse_program(**program_json, "task.program");
-  if (!program) return Error(program.error());
-  auto interpreter = Interpreter::create(*program, "task.program");
-  if (!interpreter) return Error(interpreter.error());
-  auto shapes = interpreter->infer_shapes();
-  if (!shapes) return Error(shapes.error());
+  auto task_program = load_task_program(task);
+  if (!task_program) return Error(task_program.error());
+  Interpreter* interpreter = &task_program->interpreter;
+  const Program* program = &interpreter->program();
+  const std::vector<TensorShape>* shapes = &task_program->shapes;
   auto files = candidate_files(candidate);
   if (!files) return verdict(false, "static", files.error());
 
