@@ -65,8 +65,7 @@ bool random_only_through_dropout(const c10::FunctionSchema& schema) {
 
 // What an operator computes, from its name (docs/OPS.md lists the rules).
 std::string categorize(std::string_view base, const c10::OperatorHandle& op) {
-  bool seeded = op.hasTag(at::Tag::nondeterministic_seeded) && !random_only_through_dropout(op.schema());
-  if (seeded || contains(base, "dropout") || contains(base, "rand") ||
+  if (seeded_random(op) || contains(base, "dropout") || contains(base, "rand") ||
       any_of(base, {"bernoulli", "normal", "multinomial", "poisson", "uniform", "exponential", "geometric", "cauchy", "log_normal"})) {
     return "random";
   }
@@ -239,6 +238,10 @@ std::string summarize_ops(const std::vector<Json>& ops) {
     total_usable += count.second;
   }
   return table + row("total", total, total_usable);
+}
+
+bool seeded_random(const c10::OperatorHandle& op) {
+  return op.hasTag(at::Tag::nondeterministic_seeded) && !random_only_through_dropout(op.schema());
 }
 
 }  // namespace ca

@@ -7,6 +7,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include "aten/interpreter.h"
+#include "aten/op_catalog.h"
 #include "aten/runner_calls.h"
 #include "aten/task_check.h"
 #include "aten/tensors.h"
@@ -27,17 +28,6 @@ std::string number(double value, const char* format = "%.4g") {
 }
 
 bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
-
-// Seeded through a dropout argument whose default is 0 (the attention ops): deterministic as tasks call them.
-bool random_only_through_dropout(const c10::FunctionSchema& schema) {
-  for (const auto& argument : schema.arguments()) {
-    if (argument.name() == "dropout_p" && argument.default_value() && argument.default_value()->isDouble() &&
-        argument.default_value()->toDouble() == 0.0) {
-      return true;
-    }
-  }
-  return false;
-}
 
 struct Reject {
   RejectReason reason;
@@ -117,9 +107,7 @@ std::vector<std::string> reason_names() { return {std::begin(k_names), std::end(
 bool is_random_op(std::string_view qualified) {
   auto [name, overload] = split_op_name(qualified);
   auto handle = c10::Dispatcher::singleton().findSchema({name, overload});
-  if (handle && handle->hasTag(at::Tag::nondeterministic_seeded) && !random_only_through_dropout(handle->schema())) {
-    return true;
-  }
+  if (handle && seeded_random(*handle)) return true;
   std::string_view base = name;
   if (auto colons = base.find("::"); colons != std::string_view::npos) base.remove_prefix(colons + 2);
   for (std::string_view part : {"rand", "dropout", "bernoulli", "multinomial", "normal", "poisson", "uniform",

@@ -7,8 +7,8 @@
 
 namespace ca {
 
-ExitCode transform_records(const std::vector<std::string>& inputs, JsonlWriter& writer, OnBadRecord on_bad,
-                           const Transform& transform) {
+ExitCode visit_records(const std::vector<std::string>& inputs, OnBadRecord on_bad, const Visit& visit,
+                       size_t* reported) {
   ExitCode result = ExitCode::ok;
   Progress progress("records");
   for (const auto& path : inputs) {
@@ -27,18 +27,28 @@ ExitCode transform_records(const std::vector<std::string>& inputs, JsonlWriter& 
         return ExitCode::io_error;
       }
       if (interrupted()) return ExitCode::interrupted;
-      auto out = status == JsonlReader::Status::record ? transform(record.value) : std::unexpected(message);
+      auto done = status == JsonlReader::Status::record ? visit(record) : std::unexpected(message);
       progress.tick();
-      if (!out) {
-        error(record.where(), out.error());
+      if (!done) {
+        error(record.where(), done.error());
+        if (reported != nullptr) ++*reported;
         if (on_bad == OnBadRecord::stop) return ExitCode::data_error;
         result = ExitCode::some_failed;
         continue;
       }
-      if (auto stop = emit(writer, *out)) return *stop;
+      if (*done) return **done;
     }
   }
   return result;
+}
+
+ExitCode transform_records(const std::vector<std::string>& inputs, JsonlWriter& writer, OnBadRecord on_bad,
+                           const Transform& transform) {
+  return visit_records(inputs, on_bad, [&](const Record& record) -> std::expected<std::optional<ExitCode>, std::string> {
+    auto out = transform(record.value);
+    if (!out) return std::unexpected(out.error());
+    return emit(writer, *out);
+  });
 }
 
 }  // namespace ca

@@ -5,6 +5,7 @@
 
 #include <expected>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,5 +26,15 @@ using Transform = std::function<std::expected<Json, std::string>(const Json& rec
 /// of stdout went away.
 ExitCode transform_records(const std::vector<std::string>& inputs, JsonlWriter& writer, OnBadRecord on_bad,
                            const Transform& transform);
+
+/// What a visitor did with one record: an error message (reported as `file:line: message`, then on_bad decides), or
+/// an exit code that ends the run at once (a failed write), or nothing.
+using Visit = std::function<std::expected<std::optional<ExitCode>, std::string>(const Record& record)>;
+
+/// The loop under transform_records, for tools that send records to more than one place (ca-filter's kept and
+/// rejected): calls `visit` for every valid record; invalid JSON is reported like a visitor's error. `reported`, when
+/// given, counts the records reported as bad.
+ExitCode visit_records(const std::vector<std::string>& inputs, OnBadRecord on_bad, const Visit& visit,
+                       size_t* reported = nullptr);
 
 }  // namespace ca

@@ -8,9 +8,8 @@
 #include "filter/filter.h"
 #include "util/cli.h"
 #include "util/log.h"
-#include "util/progress.h"
+#include "util/record_loop.h"
 #include "util/record_output.h"
-#include "util/signals.h"
 
 using namespace ca;
 
@@ -107,51 +106,25 @@ int main(int argc, char** argv) {
     }
     rejects.emplace(std::move(*opened));
   }
-  size_t total = 0, kept = 0, unjudged = 0;
+  size_t kept = 0, rejected = 0, unjudged = 0;
   std::map<std::string, size_t> counts;
   auto start = std::chrono::steady_clock::now();
 
   ExitCode code = write_records(output, [&](JsonlWriter& writer) {
-    ExitCode result = ExitCode::ok;
-    Progress progress("tasks");
-    for (const auto& path : inputs) {
-      auto reader = JsonlReader::open(path);
-      if (!reader) {
-        error(reader.error());
-        return ExitCode::no_input;
-      }
-      Record record;
-      std::string message;
-      for (;;) {
-        auto status = reader->next(record, message);
-        if (status == JsonlReader::Status::end) break;
-        if (status == JsonlReader::Status::io_error) {
-          error(reader->name(), message);
-          return ExitCode::io_error;
-        }
-        if (interrupted()) return ExitCode::interrupted;
-        ++total;
-        auto verdict = status == JsonlReader::Status::record ? filter.judge(record.value) : std::unexpected(message);
-        progress.tick();
-        if (!verdict) {
-          error(record.where(), verdict.error());
-          ++unjudged;
-          if (fail_fast) return ExitCode::data_error;
-          result = ExitCode::some_failed;
-          continue;
-        }
-        if (verdict->reason) {
-          ++counts[reason_name(*verdict->reason)];
-          verbose(record.where() + ": " + record.value.value("id", "") + ": " + reason_name(*verdict->reason) + ": " + verdict->detail);
-          if (rejects) {
-            if (auto stop = emit(*rejects, verdict->record)) return *stop;
-          }
-          continue;
-        }
+    ExitCode result = visit_records(inputs, fail_fast ? OnBadRecord::stop : OnBadRecord::skip,
+                                    [&](const Record& record) -> std::expected<std::optional<ExitCode>, std::string> {
+      auto verdict = filter.judge(record.value);
+      if (!verdict) return std::unexpected(verdict.error());
+      if (!verdict->reason) {
         ++kept;
-        if (auto stop = emit(writer, verdict->record)) return *stop;
+        return emit(writer, verdict->record);
       }
-    }
+      ++counts[reason_name(*verdict->reason)];
+      ++rejected;
+      verbose(record.where() + ": " + record.value.value("id", "") + ": " + reason_name(*verdict->reason) + ": " + verdict->detail);
+      return rejects ? emit(*rejects, verdict->record) : std::nullopt;
+    }, &unjudged);
+    if (result != ExitCode::ok && result != ExitCode::some_failed) return result;
     if (rejects) {
       if (auto committed = rejects->commit(); !committed) {
         error(committed.error());
@@ -161,7 +134,7 @@ int main(int argc, char** argv) {
     return result;
   });
 
-  std::string summary = "kept " + std::to_string(kept) + " of " + std::to_string(total - unjudged) + "; rejected:";
+  std::string summary = "kept " + std::to_string(kept) + " of " + std::to_string(kept + rejected) + "; rejected:";
   if (counts.empty()) summary += " none";
   bool first = true;
   for (const auto& name : reason_names()) {
