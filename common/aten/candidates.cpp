@@ -73,7 +73,7 @@ std::expected<std::map<std::string, std::string>, std::string> candidate_files(c
 }
 
 ExitCode judge_records(const std::vector<std::string>& inputs, const std::string& output, const std::string& tasks_path,
-                       bool fail_fast, const std::string& field, const Judge& judge) {
+                       bool fail_fast, const std::string& field, const Judge& judge, unsigned jobs) {
   std::map<std::string, Json> tasks;
   if (!tasks_path.empty()) {
     auto loaded = load_tasks(tasks_path);
@@ -96,7 +96,8 @@ ExitCode judge_records(const std::vector<std::string>& inputs, const std::string
                                Json out = candidate;
                                out[field] = std::move(*judged);
                                return out;
-                             });
+                             },
+                             jobs);
   });
 }
 

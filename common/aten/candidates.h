@@ -30,9 +30,10 @@ using Judge = std::function<std::expected<Json, std::string>(const Json& task, c
 
 /// The record loop of both tools: each candidate record of `inputs` gets its task (embedded, else from `tasks_path`)
 /// and backend, and `judge`'s object under `field`; records go to `output` atomically. A record that cannot be
-/// judged is reported and skipped (exit 1), or stops the run with `fail_fast` (exit 65).
+/// judged is reported and skipped (exit 1), or stops the run with `fail_fast` (exit 65). `jobs` records are judged at
+/// once (record_loop.h); a timing job still holds the device's lease alone (timing/lease.h).
 ExitCode judge_records(const std::vector<std::string>& inputs, const std::string& output, const std::string& tasks_path,
-                       bool fail_fast, const std::string& field, const Judge& judge);
+                       bool fail_fast, const std::string& field, const Judge& judge, unsigned jobs = 1);
 
 /// Workspace mode: judges the workspace `dir` with `backend` ("cpu" or "cuda") and prints `report` of the result for
 /// the agent. Exit 0 when the result says ok, 1 when not, 64/66/65 for a bad backend, a missing workspace, a harness

@@ -26,6 +26,11 @@ ToolCli::ToolCli(std::string name, std::string description)
   m_app.fallthrough();
 }
 
+void ToolCli::default_jobs(unsigned jobs, const std::string& help) {
+  m_common.jobs = jobs;
+  m_app.get_option("--jobs")->description(help)->default_str(std::to_string(jobs));
+}
+
 namespace {
 
 std::string lowercase_first(std::string text) {

@@ -26,6 +26,8 @@ class ToolCli {
   ToolCli(std::string name, std::string description);
 
   CLI::App& app() { return m_app; }
+  /// For tools whose jobs each hold a lot of memory (a GPU's worth of tensors): -j's default and its help text.
+  void default_jobs(unsigned jobs, const std::string& help);
   const CommonOptions& common() const { return m_common; }
 
   /// Parses argv. Returns the code to exit with when parsing ends the run

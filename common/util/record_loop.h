@@ -23,9 +23,11 @@ using Transform = std::function<std::expected<Json, std::string>(const Json& rec
 /// With OnBadRecord::skip the run goes on and ends with some_failed; with
 /// ::stop it ends at once with data_error. Returns ok when all went through,
 /// no_input for a missing file, io_error, interrupted, or ok after the reader
-/// of stdout went away.
+/// of stdout went away. With `jobs` > 1, up to that many records are
+/// transformed at once on threads of their own (`transform` must allow it);
+/// results are still written, and errors reported, in input order.
 ExitCode transform_records(const std::vector<std::string>& inputs, JsonlWriter& writer, OnBadRecord on_bad,
-                           const Transform& transform);
+                           const Transform& transform, unsigned jobs = 1);
 
 /// What a visitor did with one record: an error message (reported as `file:line: message`, then on_bad decides), or
 /// an exit code that ends the run at once (a failed write), or nothing.

@@ -1,6 +1,9 @@
 #include "util/record_loop.h"
 
+#include <atomic>
+#include <condition_variable>
 #include <filesystem>
+#include <mutex>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -26,10 +29,10 @@ struct LoopFixture : ::testing::Test {
     out["n"] = record["n"].get<int>() * 2;
     return out;
   }
-  ExitCode run(OnBadRecord on_bad) {
+  ExitCode run(OnBadRecord on_bad, unsigned jobs = 1, const Transform& transform = doubled) {
     auto writer = JsonlWriter::open(output);
     EXPECT_TRUE(writer);
-    ExitCode code = transform_records({input}, *writer, on_bad, doubled);
+    ExitCode code = transform_records({input}, *writer, on_bad, transform, jobs);
     EXPECT_TRUE(writer->commit());
     return code;
   }
@@ -43,6 +46,35 @@ TEST_F(LoopFixture, BadRecordsAreSkippedAndCounted) {
 TEST_F(LoopFixture, FailFastStopsAtFirstBadRecord) {
   EXPECT_EQ(run(OnBadRecord::stop), ExitCode::data_error);
   EXPECT_EQ(*read_file(output), "{\"n\":2}\n");
+}
+
+TEST_F(LoopFixture, ParallelJobsKeepInputOrderAndTheSameVerdicts) {
+  EXPECT_EQ(run(OnBadRecord::skip, 3), ExitCode::some_failed);
+  EXPECT_EQ(*read_file(output), "{\"n\":2}\n{\"n\":4}\n");
+  EXPECT_EQ(run(OnBadRecord::stop, 3), ExitCode::data_error);
+  EXPECT_EQ(*read_file(output), "{\"n\":2}\n") << "records after the failing one are never written";
+}
+
+TEST_F(LoopFixture, ParallelJobsOverlapUpToTheirNumber) {
+  std::ofstream(input) << "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n{\"n\":4}\n{\"n\":5}\n{\"n\":6}\n";
+  std::atomic<int> running = 0, most = 0;
+  std::mutex mutex;
+  std::condition_variable two_running;
+  // Each record waits until a second one runs beside it (or a timeout, so a sequential loop fails instead of hanging).
+  Transform overlapping = [&](const Json& record) -> std::expected<Json, std::string> {
+    int now = ++running;
+    for (int seen = most; seen < now && !most.compare_exchange_weak(seen, now);) {}
+    {
+      std::unique_lock lock(mutex);
+      two_running.notify_all();
+      two_running.wait_for(lock, std::chrono::seconds(2), [&] { return running >= 2; });
+    }
+    --running;
+    return doubled(record);
+  };
+  EXPECT_EQ(run(OnBadRecord::skip, 2, overlapping), ExitCode::ok);
+  EXPECT_EQ(most, 2) << "two records at a time, never more";
+  EXPECT_EQ(*read_file(output), "{\"n\":2}\n{\"n\":4}\n{\"n\":6}\n{\"n\":8}\n{\"n\":10}\n{\"n\":12}\n");
 }
 
 TEST_F(LoopFixture, MissingInputIsNoInput) {

@@ -14,17 +14,19 @@ cmp -s "$WORK/packed.jsonl" "$dir/candidates.jsonl" || fail "candidates.jsonl is
 
 # A cache of its own, so every candidate is compiled here for this GPU; compiled baselines are kept across runs.
 export CA_CACHE_DIR=$WORK/cache
-mkdir -p "$CA_CACHE_DIR" && ln -s "${CA_COMPILED_CACHE:-$HOME/.cache/cuda-agent/compiled}" "$CA_CACHE_DIR/compiled" 2>/dev/null
-mkdir -p "$CA_CACHE_DIR/compiled"
+compiled=${CA_COMPILED_CACHE:-$HOME/.cache/cuda-agent/compiled}
+mkdir -p "$CA_CACHE_DIR" "$compiled" && ln -s "$compiled" "$CA_CACHE_DIR/compiled"
+# Logs go where the caller keeps them, so a run cut off by a time limit still shows how far it got.
+logs=${OUT:-$WORK}
 start=$(date +%s)
-"$CA_BIN/ca-verify" --tasks "$dir/tasks.jsonl" --timeout 20 --cuda-arch sm_90 "$dir/candidates.jsonl" 2>"$WORK/verify_err" |
-  "$CA_BIN/ca-profile" --tasks "$dir/tasks.jsonl" --timeout 60 --cuda-arch sm_90 ${PROFILE_FLAGS:-} 2>"$WORK/profile_err" |
-  "$CA_BIN/ca-reward" >"$WORK/rewarded.jsonl" 2>"$WORK/reward_err"
+"$CA_BIN/ca-verify" -j 8 --tasks "$dir/tasks.jsonl" --timeout 20 --cuda-arch sm_90 "$dir/candidates.jsonl" 2>"$logs/verify_err.log" |
+  "$CA_BIN/ca-profile" --tasks "$dir/tasks.jsonl" --timeout 60 --cuda-arch sm_90 ${PROFILE_FLAGS:-} 2>"$logs/profile_err.log" |
+  "$CA_BIN/ca-reward" >"$WORK/rewarded.jsonl" 2>"$logs/reward_err.log"
 codes=("${PIPESTATUS[@]}")
 echo "ca-verify | ca-profile | ca-reward took $(($(date +%s) - start)) s"
-[ "${codes[0]}" -eq 0 ] || fail "ca-verify exited ${codes[0]}: $(head -3 "$WORK/verify_err")"
-[ "${codes[1]}" -eq 0 ] || fail "ca-profile exited ${codes[1]}: $(head -3 "$WORK/profile_err")"
-[ "${codes[2]}" -eq 0 ] || fail "ca-reward exited ${codes[2]}: $(head -3 "$WORK/reward_err")"
+[ "${codes[0]}" -eq 0 ] || fail "ca-verify exited ${codes[0]}: $(head -3 "$logs/verify_err.log")"
+[ "${codes[1]}" -eq 0 ] || fail "ca-profile exited ${codes[1]}: $(head -3 "$logs/profile_err.log")"
+[ "${codes[2]}" -eq 0 ] || fail "ca-reward exited ${codes[2]}: $(head -3 "$logs/reward_err.log")"
 cp "$WORK/rewarded.jsonl" "${OUT:-$WORK}/cuda_examples.jsonl" 2>/dev/null
 
 python3 "$CA_SOURCE_DIR/tests/cli/check_examples.py" "$WORK/rewarded.jsonl" "$(grep -c . "$dir/EXPECTED")" profile ||

@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   std::string output = "-", tasks_path, workspace, backend_flag = "cpu", cuda_arch;
   VerifyOptions options;
   bool fail_fast = false;
+  cli.default_jobs(1, "Candidates verified at once: builds and runs overlap (each run holds a trial's tensors)");
   auto& app = cli.app();
   app.add_option("FILE", inputs, "Candidate JSONL files, - for stdin (default)");
   app.add_option("-o,--output", output, "Output file, - for stdout")->capture_default_str();
@@ -38,5 +39,5 @@ int main(int argc, char** argv) {
   // Inside a workspace, plain `ca-verify` checks it.
   if (workspace.empty()) workspace = implied_workspace(inputs);
   if (!workspace.empty()) return to_int(judge_workspace(workspace, backend_flag, verify, agent_report));
-  return to_int(judge_records(inputs, output, tasks_path, fail_fast, "verify", verify));
+  return to_int(judge_records(inputs, output, tasks_path, fail_fast, "verify", verify, cli.common().jobs));
 }
