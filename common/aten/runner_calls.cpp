@@ -200,6 +200,10 @@ std::optional<CallFailure> call_failure(const RunnerOutcome& outcome, size_t ind
   if (!report.cuda_error.empty()) return CallFailure{"run", label + ": CUDA error " + report.cuda_error};
   if (report.rc != 0) return CallFailure{"run", label + ": ca_forward returned " + std::to_string(report.rc)};
   if (report.inputs_changed) return CallFailure{"run", label + ": the candidate modified its inputs; inputs must stay unchanged"};
+  if (report.own_launches == 0) {
+    return CallFailure{"launch", label + ": none of the candidate's own CUDA kernels launched; the outputs must come from "
+                                         "its kernels (a decoy kernel, EXPLOITS A2)"};
+  }
   if (!call.output_problem.empty()) return CallFailure{"run", label + ": " + call.output_problem};
   return std::nullopt;
 }

@@ -93,13 +93,15 @@ std::expected<Json, std::string> verify_candidate(const Json& task, const Json& 
       result["ok"] = false;
       result["stage"] = failure_stage;
       result["message"] = failure;
-      result["checks"]["run"] = failure_stage == "compare";
+      result["checks"]["run"] = failure_stage == "launch" || failure_stage == "compare";
+      if (options.build.backend == Backend::cuda) result["checks"]["launch"] = failure_stage == "compare";
       result["checks"]["compare"] = false;
       return result;
     }
   }
   result["trials"] = trials;
   result["checks"]["run"] = true;
+  if (options.build.backend == Backend::cuda) result["checks"]["launch"] = true;
   result["checks"]["compare"] = true;
   return result;
 }
@@ -109,7 +111,7 @@ std::string agent_report(const Json& verify) {
   bool ok = verify.value("ok", false);
   std::string failed_stage = verify.value("stage", "");
   const Json& checks = verify["checks"];
-  for (std::string step : {"static", "compile", "load", "run", "timeout", "compare"}) {
+  for (std::string step : {"static", "compile", "load", "run", "timeout", "launch", "compare"}) {
     if (!ok && step == failed_stage) {
       report += "[FAIL] " + step + ": " + verify.value("message", "") + "\n";
       break;

@@ -98,6 +98,50 @@ extern "C" int ca_forward(ca_context* ctx, const ca_tensor* in, int, ca_tensor* 
   return 0;
 })";
 
+// Computes relu on the host between two copies; its relu kernel is never launched (EXPLOITS A2).
+const char* const k_decoy = R"(#include <cuda_runtime.h>
+#include <vector>
+#include "ca_kernel.h"
+__global__ void relu(const float* x, float* y, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] > 0 ? x[i] : 0.0f;
+}
+extern "C" int ca_forward(ca_context* ctx, const ca_tensor* in, int, ca_tensor* out, int) {
+  int64_t n = in[0].shape[0];
+  std::vector<float> host(n);
+  cudaStream_t stream = (cudaStream_t)ctx->stream;
+  cudaMemcpyAsync(host.data(), in[0].data, n * 4, cudaMemcpyDeviceToHost, stream);
+  cudaStreamSynchronize(stream);
+  for (float& v : host) v = v > 0 ? v : 0.0f;
+  cudaMemcpyAsync(out[0].data, host.data(), n * 4, cudaMemcpyHostToDevice, stream);
+  cudaStreamSynchronize(stream);
+  if (n < 0) relu<<<1, 1, 0, stream>>>((const float*)in[0].data, (float*)out[0].data, n);
+  return 0;
+})";
+
+// Captures its relu into a CUDA graph on the first call and replays the graph on every call.
+const char* const k_graph = R"(#include <cuda_runtime.h>
+#include "ca_kernel.h"
+__global__ void relu(const float* x, float* y, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] > 0 ? x[i] : 0.0f;
+}
+extern "C" int ca_forward(ca_context* ctx, const ca_tensor* in, int, ca_tensor* out, int) {
+  int64_t n = in[0].shape[0];
+  cudaStream_t stream = (cudaStream_t)ctx->stream;
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) return 2;
+  relu<<<(unsigned)((n + 255) / 256), 256, 0, stream>>>((const float*)in[0].data, (float*)out[0].data, n);
+  if (cudaStreamEndCapture(stream, &graph) != cudaSuccess) return 3;
+  if (cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess) return 4;
+  if (cudaGraphLaunch(exec, stream) != cudaSuccess) return 5;
+  cudaStreamSynchronize(stream);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  return 0;
+})";
+
 class CudaRunnerTest : public RunnerFixture {
  protected:
   void SetUp() override {
@@ -131,6 +175,7 @@ TEST_F(CudaRunnerTest, ReluOnTheDeviceMatchesTheHostDrawAndTheContextFollowsTheA
   for (size_t call = 0; call < 3; ++call) {
     EXPECT_EQ(log.calls[call].rc, 0) << "call " << call << ": see the return codes in k_checks_context";
     EXPECT_TRUE(log.calls[call].cuda_error.empty()) << log.calls[call].cuda_error;
+    EXPECT_EQ(log.calls[call].own_launches, 2) << "expect_ff and relu; cuBLAS's and the runner's launches do not count";
     std::vector<float> input = as_floats(make_tensor_bytes(x, r.calls[call].seed, 0).value());
     std::vector<float> output = as_floats(output_file(call));
     ASSERT_EQ(output.size(), input.size());
@@ -165,6 +210,31 @@ TEST_F(CudaRunnerTest, SwallowedLaunchErrorFailsEveryCallButTheRunGoesOn) {
         << call.cuda_error;
     EXPECT_FALSE(call.ok());
     EXPECT_FALSE(fs::exists(m_dir / "out" / ("out-" + std::to_string(call.call) + ".bin")));
+  }
+}
+
+TEST_F(CudaRunnerTest, ACallWithoutItsOwnKernelsFailsAndAGraphOfThemCounts) {
+  TensorSpec x = {"x", DType::float32, {5000}, {Dist::uniform, -1, 1}};
+  auto decoy = request(compile("decoy", k_decoy), {x}, {{DType::float32, {5000}}}, {1, 2});
+  decoy.backend = Backend::cuda;
+  EXPECT_EQ(run(decoy).code, 1) << m_stderr;
+  RunLog log = results();
+  ASSERT_EQ(log.calls.size(), 2u);
+  for (const auto& call : log.calls) {
+    EXPECT_EQ(call.own_launches, 0);
+    EXPECT_EQ(call.rc, 0);
+    EXPECT_FALSE(call.ok()) << "right outputs, but not from its kernels";
+  }
+
+  auto graph = request(compile("graph", k_graph), {x}, {{DType::float32, {5000}}}, {3, 4});
+  graph.backend = Backend::cuda;
+  graph.output_dir = (m_dir / "graph-out").string();
+  ASSERT_EQ(run(graph).code, 0) << m_stderr;
+  RunLog graph_log = parse_results(read_file(graph.output_dir + "/results.jsonl").value()).value();
+  ASSERT_EQ(graph_log.calls.size(), 2u);
+  for (const auto& call : graph_log.calls) {
+    EXPECT_EQ(call.own_launches, 1) << "the captured relu launches with its graph";
+    EXPECT_TRUE(call.ok()) << call.rc << " " << call.cuda_error;
   }
 }
 

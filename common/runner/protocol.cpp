@@ -236,6 +236,7 @@ Json to_json(const CallReport& result) {
                {"wall_us", result.wall_us},
                {"device_us", result.device_us}};
   if (!result.cuda_error.empty()) json["cuda_error"] = result.cuda_error;
+  if (result.own_launches >= 0) json["own_launches"] = result.own_launches;
   json["ok"] = result.ok();
   return json;
 }
@@ -286,6 +287,12 @@ std::expected<CallReport, std::string> parse_call_result(const Json& json, std::
     if (!text) return Error(text.error());
     // An empty string would read as "no error" and turn a failed call into a passing one.
     result.cuda_error = text->empty() ? "unknown CUDA error" : std::move(*text);
+  }
+  if (auto launches = json.find("own_launches"); launches != json.end()) {
+    auto count = as_int(*launches, field_path(where, "own_launches"));
+    if (!count) return Error(count.error());
+    if (*count < 0) return Error(field_path(where, "own_launches") + ": expected a count, got " + std::to_string(*count));
+    result.own_launches = *count;
   }
   return result;
 }

@@ -70,10 +70,13 @@ struct CallReport {
   /// cuda: "<name>: <cudaGetErrorString>" of an error the call left (a failed launch, an illegal address); "" when
   /// none. A call with a CUDA error has no output file.
   std::string cuda_error;
-  bool ok() const { return rc == 0 && !inputs_changed && cuda_error.empty(); }
+  /// cuda: launches of the candidate's own kernels during the call (runner/launches.h); -1 where not counted (cpu).
+  int64_t own_launches = -1;
+  bool ok() const { return rc == 0 && !inputs_changed && cuda_error.empty() && own_launches != 0; }
 };
 
-/// {"call","seed","rc","inputs_changed","changed_inputs","wall_us","device_us","ok"}, plus "cuda_error" when there was one.
+/// {"call","seed","rc","inputs_changed","changed_inputs","wall_us","device_us","ok"}, plus "cuda_error" when there was
+/// one and "own_launches" when they were counted.
 Json to_json(const CallReport& result);
 /// {"event":"loaded"}: dlopen and dlsym succeeded; written before the first call.
 Json loaded_event();

@@ -156,6 +156,28 @@ TEST(ProtocolTest, CudaErrorIsWrittenOnlyWhenThereIsOneAndFailsTheCall) {
   EXPECT_EQ(bad.error(), "results.jsonl:1: cuda_error: expected a string, got number");
 }
 
+TEST(ProtocolTest, OwnLaunchesAreWrittenWhenCountedAndZeroFailsTheCall) {
+  CallReport cpu{0, 5, 0, false, {}, 1.0, 1.0, ""};
+  EXPECT_FALSE(to_json(cpu).contains("own_launches")) << "cpu calls are not counted";
+  CallReport launched = cpu, decoy = cpu;
+  launched.own_launches = 3;
+  decoy.own_launches = 0;
+  EXPECT_EQ(to_json(launched)["own_launches"], 3);
+  EXPECT_EQ(to_json(decoy)["ok"], false);
+
+  auto log = parse_results(to_json(cpu).dump() + "\n" + to_json(launched).dump() + "\n" + to_json(decoy).dump() + "\n");
+  ASSERT_TRUE(log) << log.error();
+  EXPECT_EQ(log->calls[0].own_launches, -1);
+  EXPECT_TRUE(log->calls[0].ok());
+  EXPECT_EQ(log->calls[1].own_launches, 3);
+  EXPECT_TRUE(log->calls[1].ok());
+  EXPECT_EQ(log->calls[2].own_launches, 0);
+  EXPECT_FALSE(log->calls[2].ok());
+  auto negative = parse_results(R"({"call":0,"seed":1,"rc":0,"inputs_changed":false,"wall_us":1,"own_launches":-2})" "\n");
+  ASSERT_FALSE(negative);
+  EXPECT_EQ(negative.error(), "results.jsonl:1: own_launches: expected a count, got -2");
+}
+
 TEST(ProtocolTest, PoisonIsQuietNanForFloatsAndA5ForIntegers) {
   struct Case {
     DType dtype;

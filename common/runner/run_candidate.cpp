@@ -1,5 +1,5 @@
 // The runner loop of both backends (see run_candidate.h; the buffers are a Device's, device.h). Nothing here trusts
-// the candidate: it gets fresh buffers every call, its outputs start as poison, its inputs are hashed around the
+// the candidate: it gets fresh buffers every call, its outputs start as poison, its inputs are checked after the
 // call, and every result is on disk before the next call.
 #include "runner/run_candidate.h"
 
@@ -13,8 +13,8 @@
 #include <mutex>
 
 #include "ca_kernel.h"
-#include "ir/tensor_init.h"
 #include "runner/device.h"
+#include "runner/launches.h"
 #include "util/atomic_file.h"
 #include "util/signals.h"
 
@@ -109,18 +109,14 @@ struct CallRun {
 
 std::expected<CallRun, RunError> run_call(const RunRequest& request, size_t index, ForwardFn forward, Device& device) {
   const CallSpec& call = request.calls[index];
-  // Inputs: drawn the way the trusted side draws them, hashed, copied into a fresh buffer, and the draw freed.
+  // Inputs: drawn the way the trusted side draws them, straight into fresh buffers (on the GPU for cuda).
   TensorViews inputs;
-  std::vector<uint64_t> hashes;
   const std::vector<TensorSpec>& tensors = call.tensors_or(request.tensors);
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorSpec& spec = tensors[i];
-    auto drawn = make_tensor_bytes(spec, call.seed, i);
-    if (!drawn) return Error({RunFailure::bad_request, drawn.error()});  // a param file that cannot be read
-    hashes.push_back(hash_bytes(*drawn));
-    auto buffer = device.fresh_copy(*drawn, "input '" + spec.name + "'");
+    auto buffer = device.fresh_input(spec, call.seed, i, "input '" + spec.name + "'");
     if (!buffer) return Error(buffer.error());
-    inputs.add(spec.shape, spec.dtype, *buffer, drawn->size());
+    inputs.add(spec.shape, spec.dtype, *buffer, size_t(spec.numel()) * dtype_size(spec.dtype));
   }
   inputs.finish();
 
@@ -145,6 +141,7 @@ std::expected<CallRun, RunError> run_call(const RunRequest& request, size_t inde
   CallClock& clock = device.clock();
   clock.prepare();
   open_workspace(&device);
+  reset_launches();
   clock.start();
   int rc = forward(&ctx, inputs.tensors.data(), int(inputs.tensors.size()), outputs.tensors.data(), int(outputs.tensors.size()));
   ClockSample sample = clock.stop();
@@ -159,16 +156,16 @@ std::expected<CallRun, RunError> run_call(const RunRequest& request, size_t inde
   result.wall_us = sample.host_us;
   result.device_us = sample.device_us;
   result.cuda_error = outcome.cuda_error;
+  if (request.backend == Backend::cuda) result.own_launches = own_launches();
   // A dead context can show nothing back; the call has failed anyway.
   if (outcome.context_lost) {
     run.context_lost = true;
     return run;
   }
-  std::vector<uint8_t> staging;
   for (size_t i = 0; i < inputs.data.size(); ++i) {
-    auto bytes = device.read(inputs.data[i], inputs.bytes[i], staging);
-    if (!bytes) return Error(bytes.error());
-    if (hash_bytes(*bytes) != hashes[i]) result.changed_inputs.push_back(i);
+    auto changed = device.input_changed(inputs.data[i], tensors[i], call.seed, i);
+    if (!changed) return Error(changed.error());
+    if (*changed) result.changed_inputs.push_back(i);
   }
   result.inputs_changed = !result.changed_inputs.empty();
 
@@ -269,7 +266,11 @@ std::expected<RunSummary, RunError> run_candidate(const RunRequest& request) {
     load_error = message != nullptr ? message : request.library + ": dlopen failed";
   } else {
     forward = reinterpret_cast<ForwardFn>(dlsym(handle, "ca_forward"));
-    if (forward == nullptr) load_error = request.library + ": no symbol ca_forward; the candidate must export extern \"C\" int ca_forward(...)";
+    if (forward == nullptr) {
+      load_error = request.library + ": no symbol ca_forward; the candidate must export extern \"C\" int ca_forward(...)";
+    } else {
+      watch_launches_from(reinterpret_cast<const void*>(forward));
+    }
   }
   if (!load_error.empty()) {
     auto written = append_line(results.get(), load_failed_event(load_error), results_path);

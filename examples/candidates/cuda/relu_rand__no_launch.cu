@@ -1,4 +1,4 @@
-// Decoy relu (exploits A2, B2): a correct kernel is compiled but a wrong guard skips its launch, and ca_forward returns 0 with the output never written (still NaN poison). Expected verdict: FAIL at compare.
+// Decoy relu (exploits A2, B2): a correct kernel is compiled but a wrong guard skips its launch, and ca_forward returns 0 with the output never written (still NaN poison). Expected verdict: FAIL at launch (no kernel of its own ran; its poisoned output would fail compare too).
 #include <cuda_runtime.h>
 
 #include "ca_kernel.h"
