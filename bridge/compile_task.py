@@ -6,15 +6,26 @@ no weights are embedded: packages stay small and one package serves every
 seed. Shapes are static: one package per program. Usage:
 
     python compile_task.py TASK.json PACKAGE.pt2 --device cpu|cuda [--allow-tf32]
-                           [--expect-torch VERSION]
+                           [--threads N] [--expect-torch VERSION]
+    python compile_task.py --batch LIST.jsonl --device cpu|cuda [...the same options]
 
 TASK.json holds one task record (or just its program); PACKAGE.pt2 must end in
-.pt2. --allow-tf32 lets float32 matmuls and convolutions use TF32 (both off
-otherwise, cuDNN's PyTorch default included). --expect-torch refuses, before
-compiling, a torch whose version without its local part ("2.11.0" of
+.pt2. --batch compiles many programs in this one process (importing torch and
+warming Inductor up cost far more than a small program's compile): each line
+of LIST.jsonl is {"task": TASK.json, "package": PACKAGE.pt2}.
+--allow-tf32 lets float32 matmuls and convolutions use TF32 (both off
+otherwise, cuDNN's PyTorch default included). --threads N (cpu) fixes the
+OpenMP threads of the generated C++ (Inductor's cpp.threads; the default is
+this process's torch.get_num_threads(), all cores). --expect-torch refuses,
+before compiling, a torch whose version without its local part ("2.11.0" of
 "2.11.0+cu130") differs: the C++ side that loads the package must be the same
-LibTorch. Prints one JSON line: {"package", "seconds", "torch", "device",
-"allow_tf32"}. Errors go to stderr as one "compile_task.py: error:" line, exit 1.
+LibTorch.
+
+Prints one JSON line per package as it is done: {"package", "seconds",
+"torch", "device", "allow_tf32", "threads"}. In --batch mode a program that
+fails gives {"package", "error", "torch"} and the others go on (exit 0).
+Errors that stop the run (a bad LIST line, the torch check, the single form's
+compile) go to stderr as one "compile_task.py: error:" line, exit 1.
 """
 import argparse
 import json
@@ -22,6 +33,7 @@ import sys
 import time
 
 import torch
+import torch._inductor.config
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
           "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32, "int16": torch.int16,
@@ -112,22 +124,24 @@ def example_tensors(program, device):
     return tensors
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("task")
-    parser.add_argument("package")
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--allow-tf32", action="store_true")
-    parser.add_argument("--expect-torch", metavar="VERSION")
-    args = parser.parse_args()
-    if args.expect_torch and torch.__version__.split("+")[0] != args.expect_torch:
-        raise RuntimeError(f"torch {torch.__version__} here, but the loader is LibTorch {args.expect_torch}: "
-                           "use the Python of the virtualenv LibTorch came from")
-    # Both flags set explicitly: cuDNN's default is on, and the package must
-    # match the cache key's mode whatever the defaults are.
-    torch.backends.cuda.matmul.allow_tf32 = args.allow_tf32
-    torch.backends.cudnn.allow_tf32 = args.allow_tf32
-    with open(args.task) as f:
+def set_modes(allow_tf32, threads):
+    """The process-wide settings every package of this run is compiled under."""
+    # Both TF32 flags set explicitly: cuDNN's default is on, and the package
+    # must match the cache key's mode whatever the defaults are.
+    torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+    torch.backends.cudnn.allow_tf32 = allow_tf32
+    if threads:
+        # The generated C++ hard-codes `#pragma omp parallel num_threads(N)`
+        # with N = cpp.threads, or torch.get_num_threads() at compile time
+        # when that is -1 (torch/_inductor/utils.py parallel_num_threads);
+        # with 1 it makes no parallel regions at all.
+        torch._inductor.config.cpp.threads = threads
+        torch.set_num_threads(threads)
+
+
+def compile_one(task_path, package_path, args):
+    """Exports and compiles one task's program; returns its report."""
+    with open(task_path) as f:
         record = json.load(f)
     program = record.get("program", record)
     started = time.time()
@@ -138,9 +152,54 @@ def main():
         # symbolic size would mean the package is not specialised to them.
         if exported.range_constraints:
             raise RuntimeError(f"export produced dynamic shapes: {exported.range_constraints}")
-        path = torch._inductor.aoti_compile_and_package(exported, package_path=args.package)
-    print(json.dumps({"package": path, "seconds": round(time.time() - started, 3), "torch": torch.__version__,
-                      "device": args.device, "allow_tf32": args.allow_tf32}))
+        torch._inductor.aoti_compile_and_package(exported, package_path=package_path)
+    return {"package": package_path, "seconds": round(time.time() - started, 3), "torch": torch.__version__,
+            "device": args.device, "allow_tf32": args.allow_tf32, "threads": args.threads}
+
+
+def batch_pairs(list_path):
+    """The (task, package) pairs of a --batch list; errors name the line."""
+    pairs = []
+    with open(list_path) as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+                pairs.append((str(entry["task"]), str(entry["package"])))
+            except (ValueError, KeyError, TypeError) as error:
+                raise ValueError(f"{list_path}:{number}: expected {{\"task\": PATH, \"package\": PATH}}: "
+                                 f"{type(error).__name__}: {error}") from None
+    return pairs
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("task", nargs="?")
+    parser.add_argument("package", nargs="?")
+    parser.add_argument("--batch", metavar="LIST.jsonl")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--allow-tf32", action="store_true")
+    parser.add_argument("--threads", type=int, default=0, metavar="N")
+    parser.add_argument("--expect-torch", metavar="VERSION")
+    args = parser.parse_args()
+    if (args.batch is None) == (args.task is None or args.package is None) or (args.batch and args.task):
+        parser.error("give either TASK.json PACKAGE.pt2 or --batch LIST.jsonl")
+    if args.threads < 0:
+        parser.error("--threads must be positive")
+    if args.expect_torch and torch.__version__.split("+")[0] != args.expect_torch:
+        raise RuntimeError(f"torch {torch.__version__} here, but the loader is LibTorch {args.expect_torch}: "
+                           "use the Python of the virtualenv LibTorch came from")
+    set_modes(args.allow_tf32, args.threads)
+    if args.batch is None:
+        print(json.dumps(compile_one(args.task, args.package, args)))
+        return
+    for task, package in batch_pairs(args.batch):
+        try:
+            report = compile_one(task, package, args)
+        except Exception as error:  # one program's failure is its own line; the others go on
+            report = {"package": package, "error": f"{type(error).__name__}: {error}", "torch": torch.__version__}
+        print(json.dumps(report), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,10 +1,13 @@
 #include "aten/compiled.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -39,7 +42,7 @@ using Error = std::unexpected<std::string>;
 using Clock = std::chrono::steady_clock;
 
 // Version of the key text's layout; changing the layout must change it.
-constexpr const char* k_key_header = "ca-compiled-key 1";
+constexpr const char* k_key_header = "ca-compiled-key 2";
 // Lines of the bridge's stderr kept in an error message, and their length cap.
 constexpr size_t k_stderr_lines = 6;
 constexpr size_t k_stderr_chars = 2000;
@@ -168,20 +171,19 @@ std::string trimmed(const std::string& text) {
 // compiled; the lock file itself stays (removing it would race with waiters).
 class FileLock {
  public:
-  static std::expected<FileLock, std::string> acquire(const std::string& path, double timeout_s) {
+  /// Nothing when another process still holds the lock after `timeout_s`
+  /// (0: one try, no wait).
+  static std::expected<std::optional<FileLock>, std::string> acquire(const std::string& path, double timeout_s) {
     int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0) return Error(path + ": cannot open: " + std::strerror(errno));
     FileLock lock(fd);
     auto deadline = Clock::now() + std::chrono::duration<double>(timeout_s);
     while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       if (errno != EWOULDBLOCK && errno != EINTR) return Error(path + ": cannot lock: " + std::strerror(errno));
-      if (Clock::now() > deadline) {
-        return Error(path + ": another process held the lock (compiling the same package) for more than " +
-                     std::to_string(int(timeout_s)) + " s");
-      }
+      if (Clock::now() >= deadline) return std::nullopt;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    return lock;
+    return std::optional<FileLock>(std::move(lock));
   }
   FileLock(FileLock&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)) {}
   FileLock& operator=(FileLock&&) = delete;
@@ -241,72 +243,198 @@ std::string base_version(const std::string& version) {
   return version.substr(0, version.find('+'));
 }
 
-// Runs the bridge into a temporary directory beside the cache entry, then
-// renames the package into place and writes its record. Returns the bridge's
-// wall-clock seconds.
-std::expected<double, std::string> compile_package(const Program& program, const at::Device& device,
-                                                   const std::string& device_name, const CompiledOptions& options,
-                                                   const std::string& cache_dir, const std::string& key,
-                                                   const CachePaths& paths) {
-  auto python = find_python(options);
-  if (!python) return Error(python.error());
-  auto bridge = find_bridge(options);
-  if (!bridge) return Error(bridge.error());
-  auto temp = TempDir::create(cache_dir + "/.tmp-" + key + "-XXXXXX");
-  if (!temp) return Error(temp.error());
-  std::string task = temp->path() + "/task.json";
-  std::string package = temp->path() + "/package.pt2";
-  auto written = write_file_atomic(task, Json{{"program", to_json(program)}}.dump() + "\n");
-  if (!written) return Error(written.error());
+// One program's cache entry, as compile_entries sees it.
+struct Entry {
+  const Program* program = nullptr;
+  std::string key;
+  CachePaths paths;
+  std::optional<FileLock> lock;  // held from the check that finds it missing until it is compiled
+  std::string error;             // why it has no package; "" when it has one
+  bool compiled = false;         // by this call
+  double seconds = 0;            // the bridge's seconds for it
+};
 
-  std::vector<std::string> argv = {
-      *python, *bridge, task, package, "--device", device.is_cuda() ? "cuda" : "cpu", "--expect-torch", TORCH_VERSION};
-  if (options.allow_tf32) argv.push_back("--allow-tf32");
-  SubprocessOptions run_options;
-  run_options.timeout = std::chrono::milliseconds(int64_t(options.timeout_s * 1000));
-  auto started = Clock::now();
-  auto ran = run_subprocess(argv, run_options);
-  double seconds = std::chrono::duration<double>(Clock::now() - started).count();
-  if (!ran) return Error("cannot run the bridge (" + *python + " " + *bridge + "): " + ran.error());
-  if (ran->timed_out) {
-    return Error("the bridge did not finish within " + std::to_string(int(options.timeout_s)) + " s");
-  }
-  if (!ran->ok()) {
-    std::string message = trimmed(ran->err);
-    return Error("the bridge " + ran->describe() + (message.empty() ? "" : ": " + message));
-  }
+// What every entry of one call shares.
+struct CompileContext {
+  const at::Device& device;
+  const CompiledOptions& options;
+  std::string cache_dir;
+  std::string device_name;
+};
 
-  // The bridge's report is its last line of stdout.
-  std::string out = ran->out;
-  while (!out.empty() && out.back() == '\n') out.pop_back();
-  Json report = Json::parse(out.substr(out.rfind('\n') + 1), nullptr, false);
-  if (!report.is_object() || !report.contains("torch") || !report["torch"].is_string()) {
-    return Error("the bridge printed no report line with \"torch\" (stdout: " + trimmed(ran->out) + ")");
+std::expected<CompileContext, std::string> compile_context(const at::Device& device, const CompiledOptions& options) {
+  auto device_name = device_description(device);
+  if (!device_name) return Error(device_name.error());
+  std::string cache_dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
+  if (cache_dir.empty()) return Error("no cache directory: set CA_CACHE_DIR or HOME");
+  if (auto made = make_directories(cache_dir); !made) return Error(made.error());
+  return CompileContext{device, options, cache_dir, *device_name};
+}
+
+std::expected<Entry, std::string> make_entry(const Program& program, const CompileContext& context) {
+  auto key_text = compiled_key_text(program, context.device, context.options);
+  if (!key_text) return Error(key_text.error());
+  Entry entry;
+  entry.program = &program;
+  entry.key = sha256_hex(*key_text);
+  std::string stem = context.cache_dir + "/" + entry.key;
+  entry.paths = {stem + ".pt2", stem + ".json", stem + ".lock"};
+  return entry;
+}
+
+void fail(Entry& entry, const CompileContext& context, const std::string& message) {
+  entry.error = "compiling " + fingerprint(*entry.program) + " for " + context.device.str() + ": " + message;
+}
+
+// Moves the package the bridge reported for `entry` into place and writes its
+// record; sets entry.error when the report or the package is not right.
+void install(Entry& entry, const Json& report, const std::string& package, double bridge_seconds, size_t batch,
+             const CompileContext& context) {
+  if (report.contains("error")) return fail(entry, context, "the bridge: " + trimmed(report["error"].dump()));
+  if (!report.contains("torch") || !report["torch"].is_string()) {
+    return fail(entry, context, "the bridge's report has no \"torch\": " + trimmed(report.dump()));
   }
   std::string torch_version = report["torch"].get<std::string>();
   if (base_version(torch_version) != TORCH_VERSION) {
-    return Error("the bridge's torch is " + torch_version + " but LibTorch is " + TORCH_VERSION +
-                 ": a package must be loaded by the LibTorch of its torch version");
+    return fail(entry, context,
+                "the bridge's torch is " + torch_version + " but LibTorch is " + TORCH_VERSION +
+                    ": a package must be loaded by the LibTorch of its torch version");
   }
   auto contents = read_file(package);
-  if (!contents) return Error("the bridge reported success but wrote no package: " + contents.error());
-
+  if (!contents) return fail(entry, context, "the bridge reported success but wrote no package: " + contents.error());
   // Same filesystem, so the package appears whole or not at all.
-  if (std::rename(package.c_str(), paths.package.c_str()) != 0) {
-    return Error(paths.package + ": cannot rename into place: " + std::strerror(errno));
+  if (std::rename(package.c_str(), entry.paths.package.c_str()) != 0) {
+    return fail(entry, context, entry.paths.package + ": cannot rename into place: " + std::strerror(errno));
   }
-  Json record = {{"key", key},
+  auto seconds = report.find("seconds");
+  entry.seconds = seconds != report.end() && seconds->is_number() ? seconds->get<double>() : bridge_seconds;
+  Json record = {{"key", entry.key},
                  {"sha256", sha256_hex(*contents)},
-                 {"fingerprint", fingerprint(program)},
-                 {"device", device_name},
+                 {"fingerprint", fingerprint(*entry.program)},
+                 {"device", context.device_name},
                  {"torch", torch_version},
-                 {"allow_tf32", options.allow_tf32},
-                 {"compile_seconds", seconds}};
-  if (auto saved = write_file_atomic(paths.record, record.dump(2) + "\n"); !saved) {
-    remove_entry(paths);
-    return Error(saved.error());
+                 {"allow_tf32", context.options.allow_tf32},
+                 {"threads", context.device.is_cpu() ? Json(context.options.num_threads) : Json(nullptr)},
+                 {"compile_seconds", entry.seconds},
+                 {"bridge_seconds", bridge_seconds},
+                 {"batch", batch}};
+  if (auto saved = write_file_atomic(entry.paths.record, record.dump(2) + "\n"); !saved) {
+    remove_entry(entry.paths);
+    return fail(entry, context, saved.error());
   }
-  return seconds;
+  entry.compiled = true;
+}
+
+// The bridge's report lines (one JSON object per package) by package path;
+// other lines (a library's chatter) are ignored.
+std::map<std::string, Json> reports_by_package(const std::string& out) {
+  std::map<std::string, Json> reports;
+  std::istringstream stream(out);
+  for (std::string line; std::getline(stream, line);) {
+    Json report = Json::parse(line, nullptr, false);
+    if (report.is_object() && report.contains("package") && report["package"].is_string())
+      reports[report["package"].get<std::string>()] = report;
+  }
+  return reports;
+}
+
+// Compiles `batch` (locked, missing entries) in one bridge process working in
+// a temporary directory beside the cache, then installs each package it
+// reported. Packages reported before the bridge died or timed out still count.
+void run_batch(const std::vector<Entry*>& batch, const std::string& python, const std::string& bridge,
+               const CompileContext& context) {
+  auto fail_all = [&](const std::string& message) {
+    for (Entry* entry : batch) fail(*entry, context, message);
+  };
+  auto temp = TempDir::create(context.cache_dir + "/.tmp-" + batch.front()->key + "-XXXXXX");
+  if (!temp) return fail_all(temp.error());
+  std::string list;
+  std::vector<std::string> packages;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    std::string task = temp->path() + "/" + std::to_string(i) + ".json";
+    packages.push_back(temp->path() + "/" + std::to_string(i) + ".pt2");
+    auto written = write_file_atomic(task, Json{{"program", to_json(*batch[i]->program)}}.dump() + "\n");
+    if (!written) return fail_all(written.error());
+    list += Json{{"task", task}, {"package", packages.back()}}.dump() + "\n";
+  }
+  std::string list_path = temp->path() + "/list.jsonl";
+  if (auto written = write_file_atomic(list_path, list); !written) return fail_all(written.error());
+
+  const CompiledOptions& options = context.options;
+  std::vector<std::string> argv = {python,     bridge, "--batch", list_path, "--device", context.device.is_cuda() ? "cuda" : "cpu",
+                                   "--expect-torch", TORCH_VERSION};
+  if (options.allow_tf32) argv.push_back("--allow-tf32");
+  if (context.device.is_cpu()) argv.insert(argv.end(), {"--threads", std::to_string(options.num_threads)});
+  SubprocessOptions run_options;
+  double timeout_s = options.timeout_s * double(batch.size());
+  run_options.timeout = std::chrono::milliseconds(int64_t(timeout_s * 1000));
+  auto started = Clock::now();
+  auto ran = run_subprocess(argv, run_options);
+  double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  if (!ran) return fail_all("cannot run the bridge (" + python + " " + bridge + "): " + ran.error());
+
+  auto reports = reports_by_package(ran->out);
+  std::string stderr_tail = trimmed(ran->err);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (auto report = reports.find(packages[i]); report != reports.end()) {
+      install(*batch[i], report->second, packages[i], seconds, batch.size(), context);
+    } else if (ran->timed_out) {
+      fail(*batch[i], context, "the bridge did not finish within " + std::to_string(int(timeout_s)) + " s");
+    } else if (!ran->ok()) {
+      fail(*batch[i], context, "the bridge " + ran->describe() + (stderr_tail.empty() ? "" : ": " + stderr_tail));
+    } else {
+      fail(*batch[i], context, "the bridge printed no report line for it (stdout: " + trimmed(ran->out) + ")");
+    }
+  }
+}
+
+// Splits locked, missing entries over up to `jobs` bridge processes running at once.
+void compile_locked(const std::vector<Entry*>& entries, unsigned jobs, const CompileContext& context) {
+  if (entries.empty()) return;
+  auto python = find_python(context.options);
+  auto bridge = find_bridge(context.options);
+  if (!python || !bridge) {
+    for (Entry* entry : entries) fail(*entry, context, python ? bridge.error() : python.error());
+    return;
+  }
+  std::vector<std::vector<Entry*>> batches(std::clamp<size_t>(jobs, 1, entries.size()));
+  for (size_t i = 0; i < entries.size(); ++i) batches[i % batches.size()].push_back(entries[i]);
+  std::vector<std::thread> others;
+  for (size_t b = 1; b < batches.size(); ++b)
+    others.emplace_back([&, b] { run_batch(batches[b], *python, *bridge, context); });
+  run_batch(batches[0], *python, *bridge, context);
+  for (auto& thread : others) thread.join();
+}
+
+// Gives every entry that is not valid a package, or an error. The first round
+// locks what no other process holds and compiles those; the second waits (up
+// to timeout_s each) for the locks other processes held, and compiles what
+// they did not leave behind. An entry found valid once locked is not compiled:
+// another process finished it.
+void compile_entries(const std::vector<Entry*>& entries, unsigned jobs, const CompileContext& context) {
+  std::vector<Entry*> round = entries;
+  for (double wait_s : {0.0, context.options.timeout_s}) {
+    std::vector<Entry*> mine, busy;
+    for (Entry* entry : round) {
+      if (!entry->error.empty() || entry_valid(entry->paths)) continue;
+      auto lock = FileLock::acquire(entry->paths.lock, wait_s);
+      if (!lock) {
+        entry->error = lock.error();
+      } else if (!*lock && wait_s == 0) {
+        busy.push_back(entry);
+      } else if (!*lock) {
+        entry->error = entry->paths.lock + ": another process held the lock (compiling the same package) for more than " +
+                       std::to_string(int(wait_s)) + " s";
+      } else if (!entry_valid(entry->paths)) {
+        remove_entry(entry->paths);
+        entry->lock.emplace(std::move(**lock));
+        mine.push_back(entry);
+      }
+    }
+    compile_locked(mine, jobs, context);
+    for (Entry* entry : mine) entry->lock.reset();
+    round = std::move(busy);
+  }
 }
 
 // A package's library names libtorch.so as NEEDED, which executables linked
@@ -342,11 +470,46 @@ std::expected<std::unique_ptr<torch::inductor::AOTIModelPackageLoader>, std::str
 }  // namespace
 
 std::expected<std::string, std::string> compiled_key_text(const Program& program, const at::Device& device,
-                                                          bool allow_tf32) {
+                                                          const CompiledOptions& options) {
   auto described = device_description(device);
   if (!described) return Error(described.error());
+  // The generated C++ fixes its OpenMP threads; cuda kernels have none.
+  std::string threads = device.is_cpu() ? "threads " + std::to_string(options.num_threads) + "\n" : "";
   return std::string(k_key_header) + "\ndevice " + *described + "\ntorch " + TORCH_VERSION + "\ntf32 " +
-         (allow_tf32 ? "1" : "0") + "\n" + canonical_text(program);
+         (options.allow_tf32 ? "1" : "0") + "\n" + threads + canonical_text(program);
+}
+
+std::vector<std::expected<PackageState, std::string>> compile_missing(std::span<const Program* const> programs,
+                                                                      const at::Device& device,
+                                                                      const CompiledOptions& options, unsigned jobs) {
+  std::vector<std::expected<PackageState, std::string>> results(programs.size());
+  auto context = compile_context(device, options);
+  if (!context) {
+    std::ranges::fill(results, Error(context.error()));
+    return results;
+  }
+  std::vector<Entry> entries;
+  entries.reserve(programs.size());
+  for (const Program* program : programs) {
+    auto entry = make_entry(*program, *context);
+    if (entry) {
+      entries.push_back(std::move(*entry));
+      continue;
+    }
+    entries.emplace_back().program = program;
+    entries.back().error = entry.error();
+  }
+  std::vector<Entry*> pointers;
+  for (Entry& entry : entries) pointers.push_back(&entry);
+  compile_entries(pointers, jobs, *context);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (!entries[i].error.empty()) {
+      results[i] = Error(entries[i].error);
+      continue;
+    }
+    results[i] = entries[i].compiled ? PackageState::compiled : PackageState::cached;
+  }
+  return results;
 }
 
 CompiledProgram::CompiledProgram(CompiledProgram&&) noexcept = default;
@@ -356,42 +519,28 @@ CompiledProgram::~CompiledProgram() = default;
 std::expected<CompiledProgram, std::string> CompiledProgram::load_or_compile(const Program& program,
                                                                              const at::Device& device,
                                                                              const CompiledOptions& options) {
-  auto device_name = device_description(device);
-  if (!device_name) return Error(device_name.error());
-  auto key_text = compiled_key_text(program, device, options.allow_tf32);
-  if (!key_text) return Error(key_text.error());
-  std::string cache_dir = options.cache_dir.empty() ? default_cache_dir() : options.cache_dir;
-  if (cache_dir.empty()) return Error("no cache directory: set CA_CACHE_DIR or HOME");
-  if (auto made = make_directories(cache_dir); !made) return Error(made.error());
+  auto context = compile_context(device, options);
+  if (!context) return Error(context.error());
+  auto entry = make_entry(program, *context);
+  if (!entry) return Error(entry.error());
+  // Entries are only ever renamed into place, so a valid one needs no lock.
+  compile_entries({&*entry}, 1, *context);
+  if (!entry->error.empty()) return Error(entry->error);
 
   CompiledProgram compiled;
-  compiled.m_key = sha256_hex(*key_text);
+  compiled.m_key = entry->key;
+  compiled.m_path = entry->paths.package;
   compiled.m_device = device;
   compiled.m_tensors = program.inputs;
   compiled.m_tensors.insert(compiled.m_tensors.end(), program.params.begin(), program.params.end());
   compiled.m_num_outputs = program.outputs.size();
-  std::string stem = cache_dir + "/" + compiled.m_key;
-  CachePaths paths{stem + ".pt2", stem + ".json", stem + ".lock"};
-  compiled.m_path = paths.package;
-  compiled.m_cached = true;
-
-  // Entries are only ever renamed into place, so a valid one needs no lock.
-  if (!entry_valid(paths)) {
-    auto lock = FileLock::acquire(paths.lock, options.timeout_s);
-    if (!lock) return Error(lock.error());
-    if (!entry_valid(paths)) {
-      remove_entry(paths);
-      auto seconds = compile_package(program, device, *device_name, options, cache_dir, compiled.m_key, paths);
-      if (!seconds) return Error("compiling " + fingerprint(program) + " for " + device.str() + ": " + seconds.error());
-      compiled.m_cached = false;
-      compiled.m_compile_seconds = *seconds;
-    }
-  }
-  auto loader = load_package(paths.package, device);
+  compiled.m_cached = !entry->compiled;
+  compiled.m_compile_seconds = entry->seconds;
+  auto loader = load_package(entry->paths.package, device);
   if (!loader) {
     // A package just compiled that does not load is removed, so that the next
     // attempt compiles again; a verified cached one is left for inspection.
-    if (!compiled.m_cached) remove_entry(paths);
+    if (entry->compiled) remove_entry(entry->paths);
     return Error(loader.error());
   }
   compiled.m_loader = std::move(*loader);

@@ -1,12 +1,13 @@
 // The compiled baseline (DESIGN §7): Inductor's output for a task program,
 // made by the Python bridge (bridge/compile_task.py) as an AOTInductor package
-// and loaded here through LibTorch, cached per program, device, torch version
-// and TF32 mode. docs/ARCHITECTURE.md, "The compiled baseline", has the cache
+// and loaded here through LibTorch, cached per program, device, torch version,
+// TF32 mode and (cpu) thread count. docs/ARCHITECTURE.md, "The compiled baseline", has the cache
 // layout, the lock and the failure modes.
 #pragma once
 
 #include <expected>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,15 +39,20 @@ struct CompiledOptions {
   /// part of the cache key. Calls the package makes into ATen (extern kernels)
   /// follow this process's at::globalContext() TF32 settings, as eager does.
   bool allow_tf32 = false;
-  /// Limit for one compile, and for waiting on another process's compile of
-  /// the same package.
+  /// cpu: the OpenMP threads of the generated code (Inductor's cpp.threads),
+  /// which it fixes at compile time; part of a cpu package's cache key. Use
+  /// the thread count eager runs with, so that the baselines compare fairly.
+  int num_threads = 1;
+  /// Limit for one compile (a bridge process compiling n programs gets n
+  /// times it), and for waiting on another process's compile of the same
+  /// package.
   double timeout_s = 900;
 };
 
 class CompiledProgram {
  public:
-  /// The cached package for (program, device, torch version, tf32 mode),
-  /// compiling it with the bridge when missing. A package whose checksum does
+  /// The cached package for (program, device, torch version, tf32 mode, cpu
+  /// threads), compiling it with the bridge when missing. A package whose checksum does
   /// not match its record (truncated, overwritten) is compiled again; errors
   /// carry the bridge's trimmed stderr, and a failed compile leaves nothing in
   /// the cache.
@@ -69,7 +75,9 @@ class CompiledProgram {
   /// True when no compile was needed (this process's, or one another process
   /// finished while this one waited for the lock).
   bool cached() const { return m_cached; }
-  /// Wall-clock seconds of the bridge; 0 when cached.
+  /// Seconds the bridge reports for this program's export and compile (its
+  /// Python start-up not included; the record's bridge_seconds has that); 0
+  /// when cached.
   double compile_seconds() const { return m_compile_seconds; }
 
  private:
@@ -84,10 +92,27 @@ class CompiledProgram {
   double m_compile_seconds = 0;
 };
 
+/// What compile_missing found or did for one program.
+enum class PackageState { cached, compiled };
+
+/// Makes sure the cache holds a package for each of `programs` (for `device`
+/// and `options`), so that load_or_compile then finds them cached: skips the
+/// cached ones and compiles the missing ones in up to `jobs` bridge processes
+/// at once, each compiling its share in one batch (one Python start-up per
+/// process, not per program). Each missing package's lock is held while it is
+/// compiled, as load_or_compile holds it; one held by another process is
+/// waited for after this call's own compiles. Returns one result per program,
+/// in order: whether it was cached or compiled, or why it has no package (a
+/// program that fails to compile does not stop the others).
+std::vector<std::expected<PackageState, std::string>> compile_missing(std::span<const Program* const> programs,
+                                                              const at::Device& device,
+                                                              const CompiledOptions& options, unsigned jobs);
+
 /// The text the cache key hashes: the program's canonical text, the device
 /// (kind, and the GPU's name and compute capability or the CPU's model name),
-/// LibTorch's version and the TF32 mode. Exposed for tests and diagnostics.
+/// LibTorch's version, the TF32 mode and, for cpu, options.num_threads.
+/// Exposed for tests and diagnostics.
 std::expected<std::string, std::string> compiled_key_text(const Program& program, const at::Device& device,
-                                                          bool allow_tf32);
+                                                          const CompiledOptions& options);
 
 }  // namespace ca

@@ -1,9 +1,10 @@
 // The compiled baseline: one real compile through the bridge (about a minute
-// on CPU), shared by every test here; the failure paths use stand-in
-// "pythons" (shell scripts) that fail, hang, or copy that one package.
-// CA_TEST_DEVICE=cuda runs them all on the GPU.
+// on CPU), shared by every test here, and one real batch of three programs;
+// the failure paths use stand-in "pythons" (shell scripts) that fail, hang, or
+// copy that one package. CA_TEST_DEVICE=cuda runs them all on the GPU.
 #include "aten/compiled.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include <torch/version.h>
 
 #include "aten/interpreter.h"
+#include "ir/fingerprint.h"
 #include "aten/tensors.h"
 #include "util/atomic_file.h"
 #include "util/sha256.h"
@@ -76,12 +78,20 @@ std::vector<std::string> entries(const std::string& dir) {
   return names;
 }
 
-// A stand-in for Python, called as `python BRIDGE TASK PACKAGE --device ...`.
+// A stand-in for Python, called as `python BRIDGE --batch LIST --device ...`.
 std::string fake_python(const std::string& dir, const std::string& name, const std::string& body) {
   std::string path = dir + "/" + name;
   std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
   ::chmod(path.c_str(), 0700);
   return path;
+}
+
+// The package paths of a stand-in's batch list ($3).
+constexpr const char* k_list_packages = R"sh(sed -n 's/.*"package":"\([^"]*\)".*/\1/p' "$3")sh";
+
+// A shell line printing the bridge's report for one package.
+std::string report_of(const std::string& package, const std::string& torch) {
+  return R"(echo "{\"package\": \")" + package + R"(\", \"torch\": \")" + torch + R"(\"}")";
 }
 
 class CompiledTest : public ::testing::Test {
@@ -117,10 +127,13 @@ class CompiledTest : public ::testing::Test {
     ::mkdir(path.c_str(), 0755);
     return path;
   }
-  // A python that "compiles" by copying the real package.
-  static std::string copying_python() {
-    return fake_python(s_root, "copy.sh",
-                       "cp '" + (*s_first)->path() + "' \"$3\"\necho '{\"torch\": \"" TORCH_VERSION "+cpu\"}'");
+  // A python that "compiles" every package of its batch list by copying the
+  // real package (`before` runs first, `each` after each copy).
+  static std::string copying_python(const std::string& name = "copy.sh", const std::string& before = "",
+                                    const std::string& each = "") {
+    return fake_python(s_root, name,
+                       before + "\nfor p in $(" + k_list_packages + "); do\n  cp '" + (*s_first)->path() +
+                           "' \"$p\"\n  " + report_of("$p", TORCH_VERSION "+cpu") + "\n" + each + "\ndone");
   }
 
   static std::string s_root;
@@ -181,20 +194,31 @@ TEST_F(CompiledTest, SecondLoadIsCachedAndFast) {
   EXPECT_TRUE(at::allclose((*outputs)[0], at::relu(at::mm(tensors[0], tensors[1])), 1e-5, 1e-5));
 }
 
-TEST_F(CompiledTest, KeyIgnoresNamesAndSeesTf32AndShapes) {
+TEST_F(CompiledTest, KeyIgnoresNamesAndSeesTf32ShapesAndCpuThreads) {
   Program program = parse(k_program);
   std::string renamed = k_program;
   for (auto [from, to] : {std::pair{"\"x\"", "\"input\""}, {"%x", "%input"}})
     renamed.replace(renamed.find(from), std::string(from).size(), to);
-  auto text = compiled_key_text(program, test_device(), false);
+  CompiledOptions options;
+  auto text = compiled_key_text(program, test_device(), options);
   ASSERT_TRUE(text) << text.error();
   EXPECT_NE(text->find("torch " TORCH_VERSION "\n"), std::string::npos);
   EXPECT_NE(text->find("device " + test_device().str() + " "), std::string::npos);
-  EXPECT_EQ(*compiled_key_text(parse(renamed), test_device(), false), *text);
-  EXPECT_NE(*compiled_key_text(program, test_device(), true), *text);
+  EXPECT_EQ(*compiled_key_text(parse(renamed), test_device(), options), *text);
+  CompiledOptions tf32 = options;
+  tf32.allow_tf32 = true;
+  EXPECT_NE(*compiled_key_text(program, test_device(), tf32), *text);
   std::string reshaped = k_program;
   reshaped.replace(reshaped.find("[8, 16]"), 7, "[9, 16]");
-  EXPECT_NE(*compiled_key_text(parse(reshaped), test_device(), false), *text);
+  EXPECT_NE(*compiled_key_text(parse(reshaped), test_device(), options), *text);
+  // The generated C++ fixes its OpenMP threads; cuda kernels have none.
+  CompiledOptions threads = options;
+  threads.num_threads = 4;
+  EXPECT_NE(*compiled_key_text(program, at::kCPU, threads), *compiled_key_text(program, at::kCPU, options));
+  EXPECT_NE(compiled_key_text(program, at::kCPU, threads)->find("\nthreads 4\n"), std::string::npos);
+  if (test_device().is_cuda()) {
+    EXPECT_EQ(*compiled_key_text(program, test_device(), threads), *text);
+  }
 }
 
 TEST_F(CompiledTest, MissingPythonIsAClearError) {
@@ -225,7 +249,8 @@ TEST_F(CompiledTest, BridgeFailureCarriesItsStderrAndLeavesNothing) {
 TEST_F(CompiledTest, TorchVersionMismatchIsRefused) {
   CompiledOptions options;
   options.cache_dir = dir("other-torch");
-  options.python = fake_python(s_root, "old-torch.sh", "touch \"$3\"\necho '{\"torch\": \"2.1.0+cu118\"}'");
+  options.python = fake_python(s_root, "old-torch.sh",
+                               std::string("p=$(") + k_list_packages + ")\ntouch \"$p\"\n" + report_of("$p", "2.1.0+cu118"));
   auto compiled = CompiledProgram::load_or_compile(parse(k_program), test_device(), options);
   ASSERT_FALSE(compiled);
   EXPECT_NE(compiled.error().find("the bridge's torch is 2.1.0+cu118 but LibTorch is " TORCH_VERSION),
@@ -280,9 +305,7 @@ TEST_F(CompiledTest, ConcurrentLoadsCompileOnce) {
   CompiledOptions options;
   options.cache_dir = dir("concurrent");
   std::string log = options.cache_dir + "/../concurrent.log";
-  options.python = fake_python(s_root, "copy-slowly.sh",
-                               "echo compile >> '" + log + "'\nsleep 1\ncp '" + (*s_first)->path() +
-                                   "' \"$3\"\necho '{\"torch\": \"" TORCH_VERSION "\"}'");
+  options.python = copying_python("copy-slowly.sh", "echo compile >> '" + log + "'\nsleep 1");
   std::optional<std::expected<CompiledProgram, std::string>> results[2];
   std::thread other(
       [&] { results[1].emplace(CompiledProgram::load_or_compile(parse(k_program), test_device(), options)); });
@@ -325,6 +348,108 @@ TEST_F(CompiledTest, RunChecksItsTensors) {
   auto strided = compiled.run({tensors[0], at::empty({4, 16}, tensors[1].options()).t()});
   ASSERT_FALSE(strided);
   EXPECT_NE(strided.error().find("tensor 1 (w): not contiguous"), std::string::npos) << strided.error();
+}
+
+// A batch of small programs, one of them broken: the good ones are compiled
+// by one bridge process (a real one, behind a wrapper that logs each start),
+// the broken one fails alone, and a second call finds the good ones cached.
+TEST_F(CompiledTest, BatchCompilesInOneProcessAndAFailureStaysAlone) {
+  const std::vector<std::string> texts = {
+      R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [4, 8]}],
+          "nodes": [{"op": "aten::sigmoid", "args": ["%x"], "out": ["y"]}], "outputs": ["y"]})",
+      R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [4, 8]}],
+          "nodes": [{"op": "aten::no_such_op", "args": ["%x"], "out": ["y"]}], "outputs": ["y"]})",
+      R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [3, 5]}],
+          "nodes": [{"op": "aten::neg", "args": ["%x"], "out": ["y"]}], "outputs": ["y"]})"};
+  std::vector<Program> programs;
+  for (const auto& text : texts) programs.push_back(parse(text));
+  std::vector<const Program*> pointers;
+  for (const auto& program : programs) pointers.push_back(&program);
+
+  CompiledOptions options;
+  options.cache_dir = dir("batch");
+  const char* python = std::getenv("CA_PYTHON");
+  std::string real = python != nullptr ? python : CA_SOURCE_DIR "/.venv/bin/python";
+  std::string log = s_root + "/batch.log";
+  options.python = fake_python(s_root, "logged.sh", "echo \"$2 $3\" >> '" + log + "'\nexec '" + real + "' \"$@\"");
+  auto start = Clock::now();
+  auto results = compile_missing(pointers, test_device(), options, 1);
+  std::cout << "[ batch    ] 3 programs in " << seconds_since(start) << " s\n";
+  ASSERT_EQ(results.size(), 3u);
+  ASSERT_TRUE(results[0]) << results[0].error();
+  EXPECT_EQ(*results[0], PackageState::compiled);
+  ASSERT_TRUE(results[2]) << results[2].error();
+  EXPECT_EQ(*results[2], PackageState::compiled);
+  ASSERT_FALSE(results[1]);
+  EXPECT_NE(results[1].error().find("compiling " + fingerprint(programs[1]) + " for "), std::string::npos)
+      << results[1].error();
+  EXPECT_NE(results[1].error().find("no_such_op"), std::string::npos) << results[1].error();
+  // One bridge started, in the --batch form, for all three.
+  auto lines = read_file(log);
+  ASSERT_TRUE(lines);
+  EXPECT_EQ(std::count(lines->begin(), lines->end(), '\n'), 1) << *lines;
+  EXPECT_EQ(lines->find("--batch "), 0u) << *lines;
+  EXPECT_EQ(entries(options.cache_dir).size(), 4u);  // two packages and their records
+
+  options.python = "/nonexistent/python";  // a compile would fail
+  auto again = compile_missing(pointers, test_device(), options, 1);
+  ASSERT_TRUE(again[0] && again[2]);
+  EXPECT_EQ(*again[0], PackageState::cached);
+  EXPECT_EQ(*again[2], PackageState::cached);
+  EXPECT_FALSE(again[1]);
+  auto loaded = CompiledProgram::load_or_compile(programs[2], test_device(), options);
+  ASSERT_TRUE(loaded) << loaded.error();
+  EXPECT_TRUE(loaded->cached());
+  auto tensors = make_tensors(programs[2], 5, test_device());
+  auto outputs = loaded->run(tensors);
+  ASSERT_TRUE(outputs) << outputs.error();
+  EXPECT_TRUE(at::equal((*outputs)[0], at::neg(tensors[0])));
+}
+
+TEST_F(CompiledTest, JobsSplitTheMissingOnesOverBridgeProcesses) {
+  std::vector<Program> programs;
+  for (int rows : {2, 3, 4, 5, 6}) {
+    std::string text = k_program;
+    text.replace(text.find("[8, 16]"), 7, "[" + std::to_string(rows) + ", 16]");
+    programs.push_back(parse(text));
+  }
+  std::vector<const Program*> pointers;
+  for (const auto& program : programs) pointers.push_back(&program);
+  CompiledOptions options;
+  options.cache_dir = dir("jobs");
+  std::string log = s_root + "/jobs.log";
+  options.python = copying_python("copy-logged.sh", "echo start >> '" + log + "'");
+  // One already cached: not in any batch.
+  ASSERT_TRUE(compile_missing(std::span(pointers).subspan(0, 1), test_device(), options, 2)[0]);
+  ASSERT_EQ(::unlink(log.c_str()), 0);
+
+  auto results = compile_missing(pointers, test_device(), options, 2);
+  EXPECT_EQ(*read_file(log), "start\nstart\n");
+  ASSERT_EQ(results.size(), 5u);
+  EXPECT_EQ(*results[0], PackageState::cached);
+  for (size_t i = 1; i < 5; ++i) {
+    ASSERT_TRUE(results[i]) << results[i].error();
+    EXPECT_EQ(*results[i], PackageState::compiled);
+  }
+  EXPECT_EQ(entries(options.cache_dir).size(), 10u);
+}
+
+// Packages a bridge reported before it died count; the rest carry its stderr.
+TEST_F(CompiledTest, ABridgeThatDiesKeepsWhatItReported) {
+  std::vector<Program> programs = {parse(k_program), parse(k_program)};
+  std::string wider = k_program;
+  wider.replace(wider.find("[16, 4]"), 7, "[16, 5]");
+  programs[1] = parse(wider);
+  std::vector<const Program*> pointers = {&programs[0], &programs[1]};
+  CompiledOptions options;
+  options.cache_dir = dir("dies");
+  options.python = copying_python("dies.sh", "", "echo 'Segmentation fault' >&2; exit 139");
+  auto results = compile_missing(pointers, test_device(), options, 1);
+  ASSERT_TRUE(results[0]) << results[0].error();
+  ASSERT_FALSE(results[1]);
+  EXPECT_NE(results[1].error().find("the bridge exited with status 139: Segmentation fault"), std::string::npos)
+      << results[1].error();
+  EXPECT_EQ(entries(options.cache_dir).size(), 2u);
 }
 
 }  // namespace

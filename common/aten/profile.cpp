@@ -106,6 +106,12 @@ Json failed(Json profile, const std::string& stage, const std::string& message) 
 
 }  // namespace
 
+CompiledOptions baseline_options(const ProfileOptions& options) {
+  CompiledOptions compiled = options.compiled;
+  compiled.num_threads = options.num_threads;
+  return compiled;
+}
+
 std::expected<Json, std::string> profile_candidate(const Json& task, const Json& candidate, const ProfileOptions& options) {
   auto task_program = load_task_program(task);
   if (!task_program) return Error(task_program.error());
@@ -126,7 +132,7 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   // Compiling takes minutes cold; it happens before the lease, so other jobs time meanwhile.
   std::optional<CompiledProgram> compiled;
   if (options.compile) {
-    auto loaded = CompiledProgram::load_or_compile(*program, device, options.compiled);
+    auto loaded = CompiledProgram::load_or_compile(*program, device, baseline_options(options));
     if (loaded) {
       compiled = std::move(*loaded);
       profile["compile"] = {{"key", compiled->key()}, {"cached", compiled->cached()}, {"seconds", compiled->compile_seconds()}};

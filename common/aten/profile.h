@@ -27,11 +27,15 @@ struct ProfileOptions {
   double min_ms = 100;                 // measured time per method, at least (more calls per round until reached)
   int max_calls = 200;                 // timed calls per method and round, at most
   bool compile = true;                 // time the compiled baseline
-  CompiledOptions compiled;            // its cache; compiled.allow_tf32 is the precision mode of both baselines
+  CompiledOptions compiled;            // its cache; compiled.allow_tf32 is the precision mode of both baselines;
+                                       // num_threads comes from the field above (baseline_options)
   Tolerance tolerance;                 // for the outputs of timed calls
   double peak_bytes_per_s = 0;         // the floor's bandwidth; 0: the device's own (timing/speed_of_light.h)
   std::string lock_dir;                // for the device lease; "" = $CA_LOCK_DIR or /tmp
 };
+
+/// The compiled baseline's options: options.compiled with the cpu threads of the candidate and of eager.
+CompiledOptions baseline_options(const ProfileOptions& options);
 
 /// Returns the `profile` object for `candidate` ({files, backend}) against `task`:
 /// {ok, stage?, message, device, backend, method, precision, rounds, times_us:{candidate, eager, compile},
