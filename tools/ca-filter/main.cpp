@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   auto* min_flag = app.add_option("--min-ms", options.min_ms, "Eager median at least (default cpu 0.01, cuda 1; 0: none)");
   auto* max_flag = app.add_option("--max-ms", options.max_ms, "Eager median at most (default cpu 1000, cuda 100; 0: none)");
   app.add_option("--calls", options.timed_calls, "Timed eager calls after one warm-up")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--threads", threads, "cpu: ATen intra-op threads while running and timing")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "cpu: threads of eager (ATen intra-op) and of the compiled baseline")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_flag("--compile", compile, "Check that the task runs under torch.compile (default on cuda; minutes a task on cpu)");
   app.add_flag("--no-compile", no_compile, "Do not check torch.compile (default on cpu)");
   app.add_flag("--tf32", options.compiled.allow_tf32, "Let the compiled package use TF32");
@@ -92,6 +92,7 @@ int main(int argc, char** argv) {
 
   TaskFilter filter(options);
   for (const auto& path : references) {
+  options.compiled.num_threads = threads;  // the compiled baseline runs with eager's threads
     if (ExitCode code = load_references(path, filter); code != ExitCode::ok) return to_int(code);
   }
   if (!references.empty()) verbose("reference tasks: " + std::to_string(filter.reference_count()));
