@@ -87,12 +87,12 @@ int main(int argc, char** argv) {
   options.compile = compile || (cuda && !no_compile);
   options.seed = cli.common().seed;
   at::set_num_threads(threads);
+  options.compiled.num_threads = threads;  // the compiled baseline runs with eager's threads
   at::globalContext().setAllowTF32CuBLAS(options.compiled.allow_tf32);
   at::globalContext().setAllowTF32CuDNN(options.compiled.allow_tf32);
 
   TaskFilter filter(options);
   for (const auto& path : references) {
-  options.compiled.num_threads = threads;  // the compiled baseline runs with eager's threads
     if (ExitCode code = load_references(path, filter); code != ExitCode::ok) return to_int(code);
   }
   if (!references.empty()) verbose("reference tasks: " + std::to_string(filter.reference_count()));
