@@ -1,6 +1,9 @@
 // ca-profile: time each candidate against eager and compiled baselines with one method, interleaved, checking the
 // outputs of every timed call; records gain `profile`.
+#include <cstdio>
+
 #include "aten/candidates.h"
+#include "aten/precompile.h"
 #include "aten/profile.h"
 #include "util/cli.h"
 
@@ -11,14 +14,16 @@ int main(int argc, char** argv) {
   std::vector<std::string> inputs;
   std::string output = "-", tasks_path, workspace, backend_flag = "cpu", cuda_arch;
   ProfileOptions options;
-  bool fail_fast = false, no_compile = false;
+  bool fail_fast = false, no_compile = false, precompile = false;
   double peak_gbps = 0;
+  cli.default_jobs(cli.common().jobs, "Bridge processes compiling at once (--precompile)");
   auto& app = cli.app();
   app.add_option("FILE", inputs, "Candidate JSONL files, - for stdin (default)");
   app.add_option("-o,--output", output, "Output file, - for stdout")->capture_default_str();
   app.add_option("--tasks", tasks_path, "Task JSONL file for candidates that name a task_id");
   app.add_option("--workspace", workspace, "Profile an agent workspace (task.json + kernels/) and print one line");
-  app.add_option("--backend", backend_flag, "Backend for --workspace: cpu or cuda")->capture_default_str();
+  app.add_option("--backend", backend_flag, "Backend for --workspace and --precompile: cpu or cuda")->capture_default_str();
+  app.add_flag("--precompile", precompile, "Only compile the torch.compile baselines of every task in --tasks, in -j bridge processes");
   app.add_option("--rounds", options.rounds, "Interleaved rounds (one runner invocation each)")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--min-ms", options.min_ms, "Measured milliseconds per method, at least")->capture_default_str();
   app.add_option("--max-calls", options.max_calls, "Timed calls per method and round, at most")->capture_default_str()->check(CLI::PositiveNumber);
@@ -38,6 +43,19 @@ int main(int argc, char** argv) {
   options.compile = !no_compile;
   options.peak_bytes_per_s = peak_gbps * 1e9;
   options.limits.cpu_s = options.limits.wall_s;
+  if (precompile) {
+    if (tasks_path.empty()) return to_int(usage_error("--precompile needs --tasks FILE"));
+    if (no_compile || !inputs.empty() || !workspace.empty())
+      return to_int(usage_error("--precompile takes --tasks only: no FILE, --workspace or --no-compile"));
+    auto backend = parse_backend(backend_flag);
+    if (!backend) return to_int(usage_error("--backend: expected cpu or cuda, got '" + backend_flag + "'"));
+    const at::Device device = *backend == Backend::cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+    auto summary = precompile_tasks(tasks_path, device, baseline_options(options), cli.common().jobs,
+                                    fail_fast ? OnBadRecord::stop : OnBadRecord::skip);
+    if (summary.code == ExitCode::ok || summary.code == ExitCode::some_failed)
+      std::fputs((summary_line(summary, device) + "\n").c_str(), stdout);
+    return to_int(summary.code);
+  }
 
   Judge profile = [&](const Json& task, const Json& candidate, Backend backend) -> std::expected<Json, std::string> {
     // A wrong candidate has nothing worth timing; its reward is -1 either way.
