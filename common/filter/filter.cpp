@@ -18,7 +18,7 @@ namespace {
 
 const char* const k_names[] = {"eager-error",   "random-op",     "duplicate",           "contaminated",
                                "nondeterministic", "non-finite", "control-zeros",       "degenerate-constant",
-                               "ignores-input", "control-mean",  "control-passthrough", "too-fast",
+                               "ignores-input", "control-mean",  "control-passthrough", "noise-output", "too-fast",
                                "too-slow",      "compile-error", "near-duplicate"};
 
 std::string number(double value, const char* format = "%.4g") {
@@ -92,6 +92,13 @@ double median_of(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
+// The same values in float64 (floating tensors only): a run on them stands in for the exact output.
+std::vector<at::Tensor> in_float64(const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> wide;
+  for (const at::Tensor& tensor : tensors) wide.push_back(at::isFloatingType(tensor.scalar_type()) ? tensor.to(at::kDouble) : tensor);
+  return wide;
+}
+
 // One trial: the tensors a task run gets, and the reference outputs.
 struct Trial {
   std::vector<at::Tensor> tensors;
@@ -103,6 +110,10 @@ struct Trial {
 std::string reason_name(RejectReason reason) { return k_names[static_cast<int>(reason)]; }
 
 std::vector<std::string> reason_names() { return {std::begin(k_names), std::end(k_names)}; }
+
+Comparison rounding_error(const at::Tensor& exact, const at::Tensor& ref, const Tolerance& tolerance, double share) {
+  return compare_output(exact.to(ref.scalar_type()), ref, Tolerance{tolerance.atol * share, tolerance.rtol * share});
+}
 
 bool is_random_op(std::string_view qualified) {
   auto [name, overload] = split_op_name(qualified);
@@ -296,9 +307,36 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
     }
   }
 
+  // The output must be more than the reference's own rounding. A float64 run on the same values stands in for the
+  // exact output; rounded to the output's dtype it is what a perfect kernel returns. Where that fails verification at
+  // rounding_share of the tolerance, the output is mostly rounding noise (KernelBench L2-23: the mean of a
+  // group-normalized tensor, exactly 0, comes out as +-1e-8): allclose passes any near-constant, the normalized error
+  // fails every control and also a correct kernel that sums in another order, so no verdict on it means anything.
+  // Both trials, as a candidate must pass both.
+  Json flags = Json::array();
+  double rounding = 0;  // largest normalized error of the rounded float64 run, over outputs and trials
+  for (const Trial* trial : {&a, &b}) {
+    if (m_options.rounding_share <= 0) break;
+    auto exact = run(in_float64(trial->tensors));
+    if (!exact) {
+      flags.push_back("noise-unmeasured: the float64 run fails: " + exact.error());
+      break;
+    }
+    for (size_t k = 0; k < trial->outputs.size() && k < exact->size(); ++k) {
+      const at::Tensor& ref = trial->outputs[k];
+      if ((*exact)[k].sizes() != ref.sizes()) continue;
+      Comparison c = rounding_error((*exact)[k], ref, m_options.tolerance, m_options.rounding_share);
+      rounding = std::max(rounding, c.rel_l2);
+      if (c.ok) continue;
+      return reject(RejectReason::noise_output,
+                    "output " + std::to_string(k) + ": rounding noise" + (trial == &b ? " on signed inputs" : "") +
+                        ": the float64 run, rounded, fails verification at " + number(m_options.rounding_share) +
+                        " of the tolerance: " + c.message + "; max |ref| " + number(ref.to(at::kDouble).abs().max().item<double>()));
+    }
+  }
+
   // Flagged, not rejected (EXPLOITS B6): an output smaller than atol everywhere, where allclose alone would let zeros
   // pass; ca-verify's normalized error is what stops them.
-  Json flags = Json::array();
   for (size_t k = 0; k < a.outputs.size(); ++k) {
     const at::Tensor& out = a.outputs[k];
     if (!at::isFloatingType(out.scalar_type())) continue;
@@ -378,6 +416,7 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
   if (!compile_info.is_null()) filter["compile"] = compile_info;
   if (!similarity.is_null()) filter["nearest_reference"] = similarity;
   if (!unperturbed.empty()) filter["not_perturbed"] = unperturbed;
+  if (m_options.rounding_share > 0) filter["rounding"] = rounding;
   if (!flags.empty()) filter["flags"] = flags;
   verdict.record["filter"] = filter;
   return verdict;

@@ -36,6 +36,7 @@ enum class RejectReason {
   ignores_input,        // no output changes when one input or param is redrawn
   control_mean,         // a constant equal to the output's mean on another seed passes verification
   control_passthrough,  // an input or param of the output's shape passes verification
+  noise_output,         // the output is rounding noise: a float64 run, rounded, fails verification at --rounding-share
   too_fast,             // eager median below --min-ms
   too_slow,             // eager median above --max-ms
   compile_error,        // torch.compile (AOTInductor) fails, or its output differs from eager
@@ -60,7 +61,15 @@ struct FilterOptions {
   Tolerance tolerance;          // the negative controls are judged with ca-verify's compare_output and this
   uint64_t seed = 0;            // added to each task's own seed
   double max_similarity = 0.5;  // contamination: reject at this op-shingle Jaccard or above
+  // noise_output: the share of the tolerance the reference's own rounding may use (0: no check). At 0.5 a correct
+  // candidate whose rounding error is as large as the reference's still passes (the two errors add up to 1).
+  double rounding_share = 0.5;
 };
+
+/// The reference's rounding error as verification sees it: `exact` (a float64 run) rounded to `ref`'s dtype, judged
+/// as a candidate against `ref` with the tolerance times `share` (aten/compare.h). Not ok: the output is mostly
+/// rounding noise, and a correct kernel that rounds differently can fail verification.
+Comparison rounding_error(const at::Tensor& exact, const at::Tensor& ref, const Tolerance& tolerance, double share);
 
 struct Verdict {
   Json record;                         // the task with meta completed, and meta.eager_ms, filter or reject

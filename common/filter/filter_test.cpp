@@ -106,6 +106,49 @@ TEST(Filter, FlagsTinyOutputsThatVerificationStillJudges) {
   EXPECT_EQ(verdict->record["filter"]["flags"][0].get<std::string>().rfind("tiny-output: output 0", 0), 0u);
 }
 
+TEST(Filter, RejectsOutputsThatAreRoundingNoise) {
+  TaskFilter filter(fast_options());
+  // x * 1.0000001 - x: in float32 the product rounds to x or its neighbour, so the output is 0 or one ulp of x, not
+  // the 1e-7 * x of exact arithmetic. Zeros and the mean fail it on the normalized error, as would a correct kernel.
+  auto noise = filter.judge(task("noise", {node("aten::mul.Scalar", {"%x", 1.0000001}, "m"), node("aten::sub.Tensor", {"%m", "%x"}, "y")}));
+  ASSERT_TRUE(noise) << noise.error();
+  ASSERT_TRUE(noise->reason);
+  EXPECT_EQ(reason_name(*noise->reason), "noise-output") << noise->detail;
+  EXPECT_EQ(noise->record["reject"]["reason"], "noise-output");
+  EXPECT_NE(noise->detail.find("the float64 run, rounded, fails verification at 0.5 of the tolerance"), std::string::npos)
+      << noise->detail;
+
+  // 1e-4 * x + 1e-4 * x * x is as small, but float32 computes it to a few ulps: kept, its rounding recorded.
+  auto legit = filter.judge(task("small", {node("aten::mul.Tensor", {"%x", "%x"}, "q"), node("aten::add.Tensor", {"%x", "%q"}, "s"),
+                                           node("aten::mul.Scalar", {"%s", 1e-4}, "y")}));
+  ASSERT_TRUE(legit) << legit.error();
+  EXPECT_FALSE(legit->reason) << legit->detail;
+  EXPECT_LT(legit->record["filter"]["rounding"].get<double>(), 1e-6);
+
+  // With the check off the noise task passes every other check: nothing else catches it.
+  FilterOptions off = fast_options();
+  off.rounding_share = 0;
+  TaskFilter unchecked(off);
+  EXPECT_EQ(reason_of(unchecked, task("noise", {node("aten::mul.Scalar", {"%x", 1.0000001}, "m"), node("aten::sub.Tensor", {"%m", "%x"}, "y")})),
+            "kept");
+}
+
+TEST(Filter, RoundingErrorJudgesTheRoundedExactOutput) {
+  at::Tensor ref = at::tensor({1.0f, -2.0f, 3.0f});
+  Tolerance tolerance;
+  // Within float32 rounding of the exact values: ok at any share.
+  EXPECT_TRUE(rounding_error(ref.to(at::kDouble) + 1e-9, ref, tolerance, 0.01).ok);
+  // 0.8% off: within the tolerance, not within half of it.
+  at::Tensor off = ref.to(at::kDouble) * 1.008;
+  EXPECT_TRUE(rounding_error(off, ref, tolerance, 1.0).ok);
+  EXPECT_FALSE(rounding_error(off, ref, tolerance, 0.5).ok);
+  // Noise around an exact 0: below atol everywhere, but the normalized error is 1.
+  at::Tensor noise = at::tensor({1e-8f, -2e-8f, 5e-9f});
+  Comparison c = rounding_error(at::zeros({3}, at::kDouble), noise, tolerance, 0.5);
+  EXPECT_FALSE(c.ok);
+  EXPECT_NEAR(c.rel_l2, 1.0, 1e-12);
+}
+
 TEST(Filter, RandomOps) {
   EXPECT_TRUE(is_random_op("aten::bernoulli.p"));
   EXPECT_TRUE(is_random_op("aten::dropout"));

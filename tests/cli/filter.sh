@@ -1,7 +1,8 @@
 # ca-filter keeps good tasks and rejects each hand-made degenerate one with its
 # reason (examples/filter/tasks.jsonl): a constant output, an output not
 # depending on a param, an identically-zero output where the zeros control
-# passes, a near-constant one (mean control), a passthrough, a random op, NaN,
+# passes, a near-constant one (mean control), a passthrough, an output that is
+# float32 rounding noise (noise-output), a random op, NaN,
 # a program that does not run, a duplicate, a near-duplicate, a task like the
 # reference set; the runtime window; and the failure paths.
 . "$(dirname "$0")/lib.bash"
@@ -18,7 +19,7 @@ expect_verdict() { [ "$(verdict "$1")" = "$2" ] || fail "$1: got '$(verdict "$1"
 
 run "$filter" --min-ms 0 --reference "$reference" --rejects "$WORK/rejects.jsonl" -o "$WORK/kept.jsonl" "$tasks"
 expect_code 0
-expect_stderr "ca-filter: note: kept 2 of 13; rejected: eager-error 1, random-op 1, duplicate 1, contaminated 1, non-finite 1, control-zeros 1, degenerate-constant 1, ignores-input 1, control-mean 1, control-passthrough 1, near-duplicate 1"
+expect_stderr "ca-filter: note: kept 2 of 14; rejected: eager-error 1, random-op 1, duplicate 1, contaminated 1, non-finite 1, control-zeros 1, degenerate-constant 1, ignores-input 1, control-mean 1, control-passthrough 1, noise-output 1, near-duplicate 1"
 expect_verdict filter/linear_gelu kept
 expect_verdict filter/sigmoid_scale kept
 expect_verdict filter/renamed_copy duplicate
@@ -32,20 +33,24 @@ expect_verdict filter/dropout random-op
 expect_verdict filter/log_negative non-finite
 expect_verdict filter/no_such_op eager-error
 expect_verdict filter/relu_alone contaminated
+expect_verdict filter/centered_mean noise-output
 grep -q '"reject":{"reason":"contaminated","detail":"op-shingle similarity 1.00 to kernelbench-level1-19_ReLU' "$WORK/rejects.jsonl" ||
   fail "contamination detail"
 grep -q '"detail":"no output changes when param .w. is redrawn"' "$WORK/rejects.jsonl" || fail "ignores-input detail"
+grep -q '"reason":"noise-output","detail":"output 0: rounding noise: the float64 run, rounded, fails verification at 0.5 of the tolerance: normalized error' \
+  "$WORK/rejects.jsonl" || fail "noise-output detail"
 # Kept tasks carry the measurement and the filter's record; every line is valid JSON.
 "$(torch_python)" - "$WORK/kept.jsonl" <<'PY' || fail "kept records lack eager_ms/filter"
 import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
     assert r["meta"]["eager_ms"] > 0 and r["filter"]["device"] == "cpu" and "reject" not in r, r
+    assert 0 <= r["filter"]["rounding"] < 1e-5, r  # float32 rounding of a float64 run: a few ulps
 PY
 
 # Without --reference ReLU alone is kept; the examples' outputs are what the documented command makes (modulo times).
 run "$filter" --min-ms 0 "$tasks"
-expect_code 0; expect_stderr "kept 3 of 13"
+expect_code 0; expect_stderr "kept 3 of 14"
 grep -q '"id":"filter/relu_alone"' "$WORK/stdout" || fail "relu kept without a reference"
 ids() { grep -o '"id":"[^"]*"' "$1" | tr '\n' ' '; }
 [ "$(ids "$WORK/kept.jsonl")" = "$(ids "$CA_SOURCE_DIR/examples/filter/kept.jsonl")" ] || fail "examples/filter/kept.jsonl is stale"
@@ -91,6 +96,12 @@ run "$filter" --compile --no-compile "$tasks"
 expect_code 64
 run "$filter" --max-similarity 2 "$tasks"
 expect_code 64
+run "$filter" --rounding-share 1.5 "$tasks"
+expect_code 64; expect_stderr "--rounding-share"
+# --rounding-share 0 turns the check off: the noise task passes every other check and is kept.
+run "$filter" --min-ms 0 --rounding-share 0 "$tasks"
+expect_code 0; expect_stderr "kept 4 of 14"
+grep -q '"id":"filter/centered_mean"' "$WORK/stdout" || fail "noise task not kept without the check"
 run "$filter" -o "$WORK/none.jsonl" --rejects "$WORK/none_rejects.jsonl" "$WORK/missing.jsonl"
 expect_code 66; expect_stderr "$WORK/missing.jsonl"
 [ ! -e "$WORK/none.jsonl" ] && [ ! -e "$WORK/none_rejects.jsonl" ] || fail "output written for a missing input"

@@ -70,6 +70,11 @@ int main(int argc, char** argv) {
   app.add_option("--max-similarity", options.max_similarity, "Reject at this op-shingle similarity to a reference task or above")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--rounding-share", options.rounding_share,
+                 "Reject (noise-output) when a float64 run of the task, rounded, fails verification at this share of "
+                 "--atol/--rtol (0: no check)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   app.add_flag("--fail-fast", fail_fast, "Stop at the first record that cannot be judged");
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
 
