@@ -290,7 +290,10 @@ void fail(Entry& entry, const CompileContext& context, const std::string& messag
 // record; sets entry.error when the report or the package is not right.
 void install(Entry& entry, const Json& report, const std::string& package, double bridge_seconds, size_t batch,
              const CompileContext& context) {
-  if (report.contains("error")) return fail(entry, context, "the bridge: " + trimmed(report["error"].dump()));
+  if (auto error = report.find("error"); error != report.end()) {
+    return fail(entry, context,
+                "the bridge: " + trimmed(error->is_string() ? error->get<std::string>() : error->dump()));
+  }
   if (!report.contains("torch") || !report["torch"].is_string()) {
     return fail(entry, context, "the bridge's report has no \"torch\": " + trimmed(report.dump()));
   }
@@ -361,7 +364,8 @@ void run_batch(const std::vector<Entry*>& batch, const std::string& python, cons
   if (auto written = write_file_atomic(list_path, list); !written) return fail_all(written.error());
 
   const CompiledOptions& options = context.options;
-  std::vector<std::string> argv = {python,     bridge, "--batch", list_path, "--device", context.device.is_cuda() ? "cuda" : "cpu",
+  std::vector<std::string> argv = {python,           bridge,       "--batch",
+                                   list_path,        "--device",   context.device.is_cuda() ? "cuda" : "cpu",
                                    "--expect-torch", TORCH_VERSION};
   if (options.allow_tf32) argv.push_back("--allow-tf32");
   if (context.device.is_cpu()) argv.insert(argv.end(), {"--threads", std::to_string(options.num_threads)});
@@ -423,7 +427,8 @@ void compile_entries(const std::vector<Entry*>& entries, unsigned jobs, const Co
       } else if (!*lock && wait_s == 0) {
         busy.push_back(entry);
       } else if (!*lock) {
-        entry->error = entry->paths.lock + ": another process held the lock (compiling the same package) for more than " +
+        entry->error = entry->paths.lock +
+                       ": another process held the lock (compiling the same package) for more than " +
                        std::to_string(int(wait_s)) + " s";
       } else if (!entry_valid(entry->paths)) {
         remove_entry(entry->paths);

@@ -105,8 +105,8 @@ enum class PackageState { cached, compiled };
 /// in order: whether it was cached or compiled, or why it has no package (a
 /// program that fails to compile does not stop the others).
 std::vector<std::expected<PackageState, std::string>> compile_missing(std::span<const Program* const> programs,
-                                                              const at::Device& device,
-                                                              const CompiledOptions& options, unsigned jobs);
+                                                                      const at::Device& device,
+                                                                      const CompiledOptions& options, unsigned jobs);
 
 /// The text the cache key hashes: the program's canonical text, the device
 /// (kind, and the GPU's name and compute capability or the CPU's model name),

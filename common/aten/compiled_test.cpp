@@ -18,8 +18,8 @@
 #include <torch/version.h>
 
 #include "aten/interpreter.h"
-#include "ir/fingerprint.h"
 #include "aten/tensors.h"
+#include "ir/fingerprint.h"
 #include "util/atomic_file.h"
 #include "util/sha256.h"
 #include "util/subprocess.h"
@@ -249,8 +249,9 @@ TEST_F(CompiledTest, BridgeFailureCarriesItsStderrAndLeavesNothing) {
 TEST_F(CompiledTest, TorchVersionMismatchIsRefused) {
   CompiledOptions options;
   options.cache_dir = dir("other-torch");
-  options.python = fake_python(s_root, "old-torch.sh",
-                               std::string("p=$(") + k_list_packages + ")\ntouch \"$p\"\n" + report_of("$p", "2.1.0+cu118"));
+  options.python =
+      fake_python(s_root, "old-torch.sh",
+                  std::string("p=$(") + k_list_packages + ")\ntouch \"$p\"\n" + report_of("$p", "2.1.0+cu118"));
   auto compiled = CompiledProgram::load_or_compile(parse(k_program), test_device(), options);
   ASSERT_FALSE(compiled);
   EXPECT_NE(compiled.error().find("the bridge's torch is 2.1.0+cu118 but LibTorch is " TORCH_VERSION),

@@ -26,16 +26,18 @@ PrecompileSummary precompile_tasks(const std::string& tasks_path, const at::Devi
   auto started = std::chrono::steady_clock::now();
   PrecompileSummary summary;
   std::vector<LoadedTask> tasks;
-  summary.code = visit_records({tasks_path}, on_bad, [&](const Record& record) -> std::expected<std::optional<ExitCode>, std::string> {
-    auto id = string_field(record.value, "id", "");
-    if (!id) return std::unexpected(id.error());
-    auto program = load_task_program(record.value);
-    if (!program) return std::unexpected("task '" + *id + "': " + program.error());
-    tasks.push_back({record.where(), *id, std::make_unique<TaskProgram>(std::move(*program))});
-    return std::nullopt;
-  }, &summary.failed);
+  summary.code = visit_records(
+      {tasks_path}, on_bad,
+      [&](const Record& record) -> std::expected<std::optional<ExitCode>, std::string> {
+        auto id = string_field(record.value, "id", "");
+        if (!id) return std::unexpected(id.error());
+        auto program = load_task_program(record.value);
+        if (!program) return std::unexpected("task '" + *id + "': " + program.error());
+        tasks.push_back({record.where(), *id, std::make_unique<TaskProgram>(std::move(*program))});
+        return std::nullopt;
+      },
+      &summary.failed);
   if (summary.code != ExitCode::ok && summary.code != ExitCode::some_failed) return summary;
-
 
   std::vector<const Program*> programs;
   for (const auto& task : tasks) programs.push_back(&task.program->interpreter.program());
@@ -50,8 +52,8 @@ PrecompileSummary precompile_tasks(const std::string& tasks_path, const at::Devi
   }
   summary.tasks = summary.compiled + summary.cached + summary.failed;
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (summary.failed > 0) summary.code = ExitCode::some_failed;
   if (interrupted()) summary.code = ExitCode::interrupted;
-  else if (summary.failed > 0) summary.code = ExitCode::some_failed;
   return summary;
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <vector>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,9 +19,12 @@
 namespace ca {
 namespace {
 
-constexpr const char* k_good = R"({"kind": "task", "id": "t/neg", "program": {"inputs": [{"name": "x", "dtype": "float32", "shape": [3, 5]}], "nodes": [{"op": "aten::neg", "args": ["%x"], "out": ["y"]}], "outputs": ["y"]}})";
-constexpr const char* k_other = R"({"kind": "task", "id": "t/relu", "program": {"inputs": [{"name": "x", "dtype": "float32", "shape": [2]}], "nodes": [{"op": "aten::relu", "args": ["%x"], "out": ["y"]}], "outputs": ["y"]}})";
-constexpr const char* k_bad_op = R"({"kind": "task", "id": "t/bad", "program": {"inputs": [{"name": "x", "dtype": "float32", "shape": [2]}], "nodes": [{"op": "aten::no_such_op", "args": ["%x"], "out": ["y"]}], "outputs": ["y"]}})";
+constexpr const char* k_good =
+    R"({"kind": "task", "id": "t/neg", "program": {"inputs": [{"name": "x", "dtype": "float32", "shape": [3, 5]}], "nodes": [{"op": "aten::neg", "args": ["%x"], "out": ["y"]}], "outputs": ["y"]}})";
+constexpr const char* k_other =
+    R"({"kind": "task", "id": "t/relu", "program": {"inputs": [{"name": "x", "dtype": "float32", "shape": [2]}], "nodes": [{"op": "aten::relu", "args": ["%x"], "out": ["y"]}], "outputs": ["y"]}})";
+constexpr const char* k_bad_op =
+    R"({"kind": "task", "id": "t/bad", "program": {"inputs": [{"name": "x", "dtype": "float32", "shape": [2]}], "nodes": [{"op": "aten::no_such_op", "args": ["%x"], "out": ["y"]}], "outputs": ["y"]}})";
 
 class PrecompileTest : public ::testing::Test {
  protected:
@@ -30,17 +34,21 @@ class PrecompileTest : public ::testing::Test {
     m_root = pattern;
     m_options.cache_dir = m_root + "/cache";
     m_options.python = m_root + "/python";
-    std::ofstream(m_options.python)
-        << "#!/bin/sh\necho start >> '" << m_root << "/log'\n"
-        << R"sh(for p in $(sed -n 's/.*"package":"\([^"]*\)".*/\1/p' "$3"); do)sh" << "\n"
-        << "  echo package > \"$p\"\n"
-        << R"(  echo "{\"package\": \"$p\", \"torch\": \")" TORCH_VERSION R"(\"}")" << "\ndone\n";
+    std::ofstream(m_options.python) << "#!/bin/sh\necho start >> '" << m_root << "/log'\n"
+                                    << R"sh(for p in $(sed -n 's/.*"package":"\([^"]*\)".*/\1/p' "$3"); do)sh"
+                                    << "\n"
+                                    << "  echo package > \"$p\"\n"
+                                    << R"(  echo "{\"package\": \"$p\", \"torch\": \")" TORCH_VERSION R"(\"}")"
+                                    << "\ndone\n";
     ::chmod(m_options.python.c_str(), 0700);
   }
   void TearDown() override { (void)run_subprocess({"rm", "-rf", m_root}); }
 
-  std::string tasks(const std::string& text) {
+  // A tasks file of these lines.
+  std::string tasks(const std::vector<std::string>& lines) {
     std::string path = m_root + "/tasks.jsonl";
+    std::string text;
+    for (const auto& line : lines) text.append(line).append("\n");
     EXPECT_TRUE(write_file_atomic(path, text));
     return path;
   }
@@ -54,7 +62,7 @@ class PrecompileTest : public ::testing::Test {
 };
 
 TEST_F(PrecompileTest, CompilesTheMissingInOneBatchThenFindsThemCached) {
-  std::string path = tasks(std::string(k_good) + "\n" + k_other + "\n");
+  std::string path = tasks({k_good, k_other});
   auto summary = precompile_tasks(path, at::kCPU, m_options, 1, OnBadRecord::skip);
   EXPECT_EQ(summary.code, ExitCode::ok);
   EXPECT_EQ(summary.tasks, 2u);
@@ -70,7 +78,7 @@ TEST_F(PrecompileTest, CompilesTheMissingInOneBatchThenFindsThemCached) {
 }
 
 TEST_F(PrecompileTest, BadTasksAreCountedAndTheOthersCompile) {
-  std::string path = tasks(std::string(k_good) + "\nnot json\n" + k_bad_op + "\n");
+  std::string path = tasks({k_good, "not json", k_bad_op});
   auto summary = precompile_tasks(path, at::kCPU, m_options, 2, OnBadRecord::skip);
   EXPECT_EQ(summary.code, ExitCode::some_failed);
   EXPECT_EQ(summary.tasks, 3u);
@@ -79,7 +87,7 @@ TEST_F(PrecompileTest, BadTasksAreCountedAndTheOthersCompile) {
 }
 
 TEST_F(PrecompileTest, StopEndsAtTheFirstBadTaskBeforeCompiling) {
-  std::string path = tasks(std::string(k_good) + "\n" + k_bad_op + "\n");
+  std::string path = tasks({k_good, k_bad_op});
   auto summary = precompile_tasks(path, at::kCPU, m_options, 1, OnBadRecord::stop);
   EXPECT_EQ(summary.code, ExitCode::data_error);
   EXPECT_EQ(bridge_starts(), 0u);
