@@ -2,6 +2,13 @@
 
 #include "ir/tensor_init.h"
 
+#ifdef CA_WITH_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include "ir/tensor_init_cuda.h"
+#endif
+
 namespace ca {
 
 at::ScalarType to_scalar_type(DType dtype) {
@@ -29,11 +36,24 @@ std::optional<DType> from_scalar_type(at::ScalarType type) {
 }
 
 at::Tensor make_tensor(const TensorSpec& spec, uint64_t seed, uint64_t stream, const at::Device& device) {
-  // The runner makes its inputs with the same make_tensor_bytes, so both sides hold the same bytes by construction.
-  auto bytes = make_tensor_bytes(spec, seed, stream);
+  // The runner makes its inputs with the same draw_tensor (or, on a GPU, the same kernels), so both sides hold the
+  // same bytes by construction.
+  const auto options = at::TensorOptions().dtype(to_scalar_type(spec.dtype));
+#ifdef CA_WITH_CUDA
+  // Drawn where it lives, on the current stream: tensors reach GBs, and the host's draw would dominate.
+  if (device.is_cuda() && spec.init.dist != Dist::file) {
+    c10::cuda::CUDAGuard guard(device);
+    at::Tensor tensor = at::empty(spec.shape, options.device(device));
+    cudaError_t error = draw_on_device(draw_params(spec), spec.dtype, uint64_t(tensor.numel()), seed, stream,
+                                       tensor.data_ptr(), c10::cuda::getCurrentCUDAStream().stream());
+    TORCH_CHECK(error == cudaSuccess, "drawing tensor '", spec.name, "' on ", device, ": ", cudaGetErrorString(error));
+    return tensor;
+  }
+#endif
+  at::Tensor host = at::empty(spec.shape, options);
+  auto drawn = draw_tensor(spec, seed, stream, {static_cast<uint8_t*>(host.data_ptr()), host.nbytes()});
   // Only a file init can fail; callers check files first (check_file_inits), so this means one changed since.
-  TORCH_CHECK(bytes.has_value(), bytes.error());
-  at::Tensor host = at::from_blob(bytes->data(), spec.shape, at::TensorOptions().dtype(to_scalar_type(spec.dtype))).clone();
+  TORCH_CHECK(drawn.has_value(), drawn.error());
   return host.to(device);
 }
 

@@ -15,8 +15,9 @@ at::ScalarType to_scalar_type(DType dtype);
 /// The IR dtype of an ATen scalar type, or nullopt for types tasks do not use (complex, fp8, ...).
 std::optional<DType> from_scalar_type(at::ScalarType type);
 
-/// Makes one tensor on `device`: values drawn on the CPU in float32 (or int64)
-/// and then rounded to the spec's dtype, so every device sees the same values.
+/// Makes one tensor on `device` with the bytes make_tensor_bytes gives: drawn on the
+/// GPU for a CUDA device (on its current stream; file inits are read and copied),
+/// on the CPU otherwise. Throws (TORCH_CHECK) when a file init cannot be read.
 at::Tensor make_tensor(const TensorSpec& spec, uint64_t seed, uint64_t stream, const at::Device& device);
 
 /// Makes the program's inputs, then its params; tensor i uses stream i.

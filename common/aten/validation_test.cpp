@@ -203,4 +203,33 @@ TEST(TensorsTest, MakeTensorBytesEqualsAtenConversion) {
   EXPECT_GT(checked, 300);
 }
 
+// On a GPU make_tensor draws there (ir/tensor_init_cuda.h), on the current stream; the bytes must still be
+// make_tensor_bytes's. Skipped without one.
+TEST(TensorsTest, MakeTensorOnCudaHoldsMakeTensorBytes) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device";
+  const std::vector<Init> float_inits = {{Dist::randn, 0, 1}, {Dist::uniform, -70000, 70000}, {Dist::kaiming_uniform, 0, 1},
+                                         {Dist::randint, -3, 9}, {Dist::constant, -0.0, 1}};
+  const std::vector<Init> int_inits = {{Dist::randint, -300, 300}, {Dist::constant, -129, 1}, {Dist::ones, 0, 1}};
+  int checked = 0;
+  for (DType dtype : {DType::float32, DType::float64, DType::float16, DType::bfloat16, DType::int64, DType::int32,
+                      DType::int16, DType::int8, DType::uint8, DType::boolean}) {
+    for (const Init& init : is_floating(dtype) ? float_inits : int_inits) {
+      for (const std::vector<int64_t>& shape : {std::vector<int64_t>{4099}, {5, 3, 3}, {0, 3}}) {
+        TensorSpec spec{"t", dtype, shape, init};
+        std::string what = std::string(dtype_name(dtype)) + " init " + to_json(init).dump() + " numel " + std::to_string(spec.numel());
+        at::Tensor made = make_tensor(spec, 11, 2, at::Device("cuda"));
+        ASSERT_TRUE(made.is_cuda()) << what;
+        ASSERT_EQ(made.scalar_type(), to_scalar_type(dtype)) << what;
+        ASSERT_EQ(made.sizes(), at::IntArrayRef(shape)) << what;
+        at::Tensor host = made.cpu();
+        std::vector<uint8_t> expected = make_tensor_bytes(spec, 11, 2).value();
+        ASSERT_EQ(host.nbytes(), expected.size()) << what;
+        EXPECT_TRUE(expected.empty() || std::memcmp(host.data_ptr(), expected.data(), expected.size()) == 0) << what;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 80);
+}
+
 }  // namespace ca

@@ -9,13 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "ir/dist.h"
 #include "ir/dtype.h"
 #include "util/jsonl.h"
 
 namespace ca {
-
-/// How a tensor's values are drawn (documented in docs/IR.md).
-enum class Dist { rand, randn, uniform, normal, kaiming_uniform, ones, zeros, randint, constant, file };
 
 struct Init {
   Dist dist = Dist::randn;

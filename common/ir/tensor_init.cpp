@@ -3,117 +3,52 @@
 #include "ir/tensor_init.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
-#include <cstring>
 
 #include "ir/safetensors.h"
 
 namespace ca {
-namespace {
 
-float uniform_at(uint64_t seed, uint64_t stream, uint64_t index) {
-  Philox4 block = philox4x32_10(index / 4, stream, seed);
-  return uniform_from_bits(block.v[index % 4]);
-}
-
-// Irwin-Hall: the sum of 12 uniforms minus 6 has mean 0 and variance 1. It
-// needs only additions, so CPU and GPU agree to the bit, which Box-Muller's
-// log and cos would not promise. Values lie in [-6, 6].
-float standard_normal_at(uint64_t seed, uint64_t stream, uint64_t index) {
-  float sum = 0.0f;
-  for (uint64_t block = 0; block < 3; ++block) {
-    Philox4 bits = philox4x32_10(index * 3 + block, stream, seed);
-    for (uint32_t word : bits.v) sum += uniform_from_bits(word);
+std::expected<void, std::string> draw_tensor(const TensorSpec& spec, uint64_t seed, uint64_t stream, std::span<uint8_t> out) {
+  if (spec.init.dist == Dist::file) {
+    auto bytes = read_safetensors_tensor(spec.init.path, spec.init.key, spec.dtype, spec.shape);
+    if (!bytes) return std::unexpected(bytes.error());
+    std::copy_n(bytes->begin(), std::min(bytes->size(), out.size()), out.begin());
+    return {};
   }
-  return sum - 6.0f;
-}
-
-// Stores `values` converted to T, one after another, into `out`.
-template <typename T, typename From, typename Convert>
-void store_as(std::span<const From> values, std::vector<uint8_t>& out, Convert convert) {
-  out.resize(values.size() * sizeof(T));
-  for (size_t i = 0; i < values.size(); ++i) {
-    T converted = convert(values[i]);
-    std::memcpy(out.data() + i * sizeof(T), &converted, sizeof(T));
-  }
-}
-
-}  // namespace
-
-uint16_t float_to_half_bits(float value) {
-  const uint32_t bits = std::bit_cast<uint32_t>(value);
-  const auto sign = uint16_t((bits >> 16) & 0x8000u);
-  const uint32_t magnitude = bits & 0x7FFFFFFFu;
-  if (magnitude > 0x7F800000u) return sign | 0x7E00u;  // NaN: the canonical quiet NaN, as c10::Half gives
-  // 65520 is halfway between 65504 (the largest half) and the next step; ties go to even, which is infinity.
-  if (magnitude >= 0x477FF000u) return sign | 0x7C00u;
-  if (magnitude < 0x38800000u) {
-    // Below 2^-14 the half is subnormal: its integer mantissa is value * 2^24, rounded.
-    const uint32_t exponent = magnitude >> 23;
-    if (exponent < 102) return sign;  // below 2^-25, which rounds to zero
-    const uint32_t mantissa = (magnitude & 0x7FFFFFu) | 0x800000u;
-    const uint32_t shift = 126 - exponent;  // 14..24
-    uint32_t half = mantissa >> shift;
-    const uint32_t rest = mantissa & ((1u << shift) - 1);
-    const uint32_t halfway = 1u << (shift - 1);
-    if (rest > halfway || (rest == halfway && (half & 1u) != 0)) ++half;  // a carry makes the smallest normal, as it should
-    return uint16_t(sign | half);
-  }
-  uint32_t half = (magnitude - (112u << 23)) >> 13;  // rebias the exponent from 127 to 15
-  const uint32_t rest = magnitude & 0x1FFFu;
-  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u) != 0)) ++half;
-  return uint16_t(sign | half);
-}
-
-uint16_t float_to_bfloat16_bits(float value) {
-  if (std::isnan(value)) return 0x7FC0u;  // c10::BFloat16's quiet NaN
-  const uint32_t bits = std::bit_cast<uint32_t>(value);
-  // c10's round_to_nearest_even: adding 0x7FFF plus the kept lsb carries exactly when rounding up is due.
-  return uint16_t((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+  const DrawParams params = draw_params(spec);
+  visit_element(spec.dtype, [&](auto element) {
+    using T = typename decltype(element)::type;
+    T* values = reinterpret_cast<T*>(out.data());
+    const uint64_t count = out.size() / sizeof(T);
+    for (uint64_t i = 0; i < count; ++i) values[i] = element.bits(params, seed, stream, i);
+  });
+  return {};
 }
 
 std::expected<std::vector<uint8_t>, std::string> make_tensor_bytes(const TensorSpec& spec, uint64_t seed, uint64_t stream) {
-  if (spec.init.dist == Dist::file) return read_safetensors_tensor(spec.init.path, spec.init.key, spec.dtype, spec.shape);
-  const auto count = size_t(spec.numel());
-  std::vector<uint8_t> bytes;
-  // float32 and int64 are drawn straight into the result: tensors reach GBs, and a second copy would double the peak.
-  // operator new aligns to 16 bytes, enough for either type.
-  if (spec.dtype == DType::float32) {
-    bytes.resize(count * sizeof(float));
-    fill_floats(spec, seed, stream, std::span<float>(reinterpret_cast<float*>(bytes.data()), count));
-    return bytes;
-  }
-  if (spec.dtype == DType::int64) {
-    bytes.resize(count * sizeof(int64_t));
-    fill_ints(spec, seed, stream, std::span<int64_t>(reinterpret_cast<int64_t*>(bytes.data()), count));
-    return bytes;
-  }
-  if (is_floating(spec.dtype)) {
-    std::vector<float> values(count);
-    fill_floats(spec, seed, stream, values);
-    std::span<const float> in(values);
-    switch (spec.dtype) {
-      case DType::float64: store_as<double>(in, bytes, [](float v) { return double(v); }); break;
-      case DType::float16: store_as<uint16_t>(in, bytes, float_to_half_bits); break;
-      case DType::bfloat16: store_as<uint16_t>(in, bytes, float_to_bfloat16_bits); break;
-      default: break;  // float32 was handled above
-    }
-    return bytes;
-  }
-  std::vector<int64_t> values(count);
-  fill_ints(spec, seed, stream, values);
-  std::span<const int64_t> in(values);
-  // Narrowing keeps the low bits (two's complement), which is what ATen's static_cast does.
-  switch (spec.dtype) {
-    case DType::int32: store_as<int32_t>(in, bytes, [](int64_t v) { return int32_t(uint32_t(uint64_t(v))); }); break;
-    case DType::int16: store_as<int16_t>(in, bytes, [](int64_t v) { return int16_t(uint16_t(uint64_t(v))); }); break;
-    case DType::int8: store_as<int8_t>(in, bytes, [](int64_t v) { return int8_t(uint8_t(uint64_t(v))); }); break;
-    case DType::uint8: store_as<uint8_t>(in, bytes, [](int64_t v) { return uint8_t(uint64_t(v)); }); break;
-    case DType::boolean: store_as<uint8_t>(in, bytes, [](int64_t v) { return uint8_t(v != 0 ? 1 : 0); }); break;
-    default: break;  // int64 was handled above
-  }
+  // operator new aligns to 16 bytes, enough for every dtype.
+  std::vector<uint8_t> bytes(size_t(spec.numel()) * dtype_size(spec.dtype));
+  auto drawn = draw_tensor(spec, seed, stream, bytes);
+  if (!drawn) return std::unexpected(drawn.error());
   return bytes;
+}
+
+DrawParams draw_params(const TensorSpec& spec) {
+  DrawParams params;
+  params.dist = spec.init.dist;
+  params.a = float(spec.init.a);
+  params.b = float(spec.init.b);
+  params.bound = spec.init.dist == Dist::kaiming_uniform ? kaiming_bound(spec) : 0.0f;
+  if (is_floating(spec.dtype)) return params;  // a float constant need not fit an int64
+  if (spec.init.dist == Dist::randint) {
+    params.low = int64_t(std::ceil(spec.init.a));
+    params.range = uint64_t(std::max<int64_t>(1, int64_t(std::ceil(spec.init.b)) - params.low));  // high is exclusive
+  } else {
+    // parse_program allows only constant distributions besides randint for integers (file inits are read, not drawn).
+    params.low = spec.init.dist == Dist::ones ? 1 : spec.init.dist == Dist::zeros ? 0 : int64_t(spec.init.a);
+  }
+  return params;
 }
 
 std::vector<std::string> param_files(const Program& program) {
@@ -152,38 +87,14 @@ float kaiming_bound(const TensorSpec& spec) {
 }
 
 void fill_floats(const TensorSpec& spec, uint64_t seed, uint64_t stream, std::span<float> out) {
-  const float a = float(spec.init.a), b = float(spec.init.b);
-  const float bound = spec.init.dist == Dist::kaiming_uniform ? kaiming_bound(spec) : 0.0f;
-  for (uint64_t i = 0; i < out.size(); ++i) {
-    switch (spec.init.dist) {
-      case Dist::rand: out[i] = uniform_at(seed, stream, i); break;
-      case Dist::randn: out[i] = standard_normal_at(seed, stream, i); break;
-      case Dist::uniform: out[i] = a + (b - a) * uniform_at(seed, stream, i); break;
-      case Dist::normal: out[i] = a + b * standard_normal_at(seed, stream, i); break;
-      case Dist::kaiming_uniform: out[i] = (2.0f * uniform_at(seed, stream, i) - 1.0f) * bound; break;
-      case Dist::ones: out[i] = 1.0f; break;
-      case Dist::zeros: out[i] = 0.0f; break;
-      case Dist::randint: out[i] = std::floor(a + (b - a) * uniform_at(seed, stream, i)); break;
-      case Dist::constant: out[i] = a; break;
-      case Dist::file: return;
-    }
-  }
+  if (spec.init.dist == Dist::file) return;
+  const DrawParams params = draw_params(spec);
+  for (uint64_t i = 0; i < out.size(); ++i) out[i] = float_at(params, seed, stream, i);
 }
 
 void fill_ints(const TensorSpec& spec, uint64_t seed, uint64_t stream, std::span<int64_t> out) {
-  if (spec.init.dist != Dist::randint) {
-    // parse_program allows only constant distributions besides randint here (file inits are read, not filled).
-    int64_t value = spec.init.dist == Dist::ones ? 1 : spec.init.dist == Dist::zeros ? 0 : int64_t(spec.init.a);
-    std::fill(out.begin(), out.end(), value);
-    return;
-  }
-  const auto low = int64_t(std::ceil(spec.init.a));
-  const auto range = uint64_t(std::max<int64_t>(1, int64_t(std::ceil(spec.init.b)) - low));  // high is exclusive
-  for (uint64_t i = 0; i < out.size(); ++i) {
-    // Modulo bias is below 2^-24 relative for the small ranges tasks use.
-    Philox4 bits = philox4x32_10(i / 4, stream, seed);
-    out[i] = low + int64_t(bits.v[i % 4] % range);
-  }
+  const DrawParams params = draw_params(spec);
+  for (uint64_t i = 0; i < out.size(); ++i) out[i] = int_at(params, seed, stream, i);
 }
 
 }  // namespace ca

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "ir/philox.h"
 #include "ir/program.h"
+#include "ir/tensor_values.h"
 
 namespace ca {
 
@@ -25,9 +25,17 @@ void fill_ints(const TensorSpec& spec, uint64_t seed, uint64_t stream, std::span
 /// The bytes of one tensor, in its dtype, contiguous: values from fill_floats/fill_ints then converted exactly as
 /// ATen's Tensor.to(dtype) converts float32 (round to nearest even for float16/bfloat16; float64 exact) and int64
 /// (truncation to narrower ints, nonzero -> true for bool). Both the trusted side and the runner make tensors
-/// with it, so their inputs are identical by construction. A file init returns the file's bytes for its key
-/// (ir/safetensors.h); the error, the only one possible, names the file and the key.
+/// with it (or with its CUDA twin, ir/tensor_init_cuda.h), so their inputs are identical by construction. A file
+/// init returns the file's bytes for its key (ir/safetensors.h); the error, the only one possible, names the file
+/// and the key.
 std::expected<std::vector<uint8_t>, std::string> make_tensor_bytes(const TensorSpec& spec, uint64_t seed, uint64_t stream);
+
+/// make_tensor_bytes written into `out`, which must hold exactly spec.numel() * dtype_size(spec.dtype) bytes,
+/// aligned for the dtype. Fails as make_tensor_bytes does.
+std::expected<void, std::string> draw_tensor(const TensorSpec& spec, uint64_t seed, uint64_t stream, std::span<uint8_t> out);
+
+/// The spec's init as the per-element draws of ir/tensor_values.h take it (not meaningful for a file init).
+DrawParams draw_params(const TensorSpec& spec);
 
 /// The distinct files that the program's file inits read, in order of first use
 /// (as written: relative paths resolve against the current directory).
@@ -36,10 +44,6 @@ std::vector<std::string> param_files(const Program& program);
 /// Checks that every file init names a readable file holding its key with the
 /// spec's dtype and shape (reading headers only); errors name the tensor, file and key.
 std::expected<void, std::string> check_file_inits(const Program& program);
-
-/// float32 -> float16 / bfloat16 bits, rounding to nearest even as c10::Half and c10::BFloat16 do.
-uint16_t float_to_half_bits(float value);
-uint16_t float_to_bfloat16_bits(float value);
 
 /// The bound of kaiming_uniform: 1/sqrt(fan_in), fan_in = shape[1] * prod(shape[2:])
 /// (shape[0] for 1-D), which is PyTorch's default Linear/Conv weight init.

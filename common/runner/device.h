@@ -30,8 +30,16 @@ class Device {
   virtual ~Device() = default;
   /// Fills the backend's fields of a call's context: device, device_index, stream, cublas, cudnn.
   virtual void fill_context(ca_context& ctx) = 0;
-  /// A buffer holding a copy of `contents`, at a fresh address. Fails with io_error when memory cannot be had.
-  virtual std::expected<void*, RunError> fresh_copy(std::span<const uint8_t> contents, const std::string& what) = 0;
+  /// A buffer at a fresh address holding make_tensor_bytes(spec, seed, stream), made in place: drawn into host
+  /// memory on cpu, by kernels on the device on cuda (a file init is read on the host and copied). Fails with
+  /// bad_request when a file init cannot be read, io_error when memory cannot be had, context_lost when the device
+  /// fails.
+  virtual std::expected<void*, RunError> fresh_input(const TensorSpec& spec, uint64_t seed, uint64_t stream,
+                                                     const std::string& what) = 0;
+  /// After the call: whether `data`, which fresh_input(spec, seed, stream) returned this call, holds other bytes
+  /// now (cpu: its hash changed; cuda: a kernel compares it with the draw, or a file init's hash changed).
+  virtual std::expected<bool, RunError> input_changed(const void* data, const TensorSpec& spec, uint64_t seed,
+                                                      uint64_t stream) = 0;
   /// A buffer of `bytes` filled with fill_poison(dtype), at a fresh address. Fails with io_error.
   virtual std::expected<void*, RunError> fresh_poisoned(DType dtype, size_t bytes, const std::string& what) = 0;
   /// The `bytes` at `data` as host memory: a view of the buffer itself on cpu, a copy in `staging` on cuda.

@@ -6,9 +6,11 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "ir/tensor_init.h"
 #include "runner/device.h"
 
 namespace ca {
@@ -46,11 +48,21 @@ class CpuDevice final : public Device {
     ctx.cudnn = nullptr;
   }
 
-  std::expected<void*, RunError> fresh_copy(std::span<const uint8_t> contents, const std::string& what) override {
-    auto block = fresh(contents.size(), what);
+  std::expected<void*, RunError> fresh_input(const TensorSpec& spec, uint64_t seed, uint64_t stream,
+                                             const std::string& what) override {
+    const size_t bytes = size_t(spec.numel()) * dtype_size(spec.dtype);
+    auto block = fresh(bytes, what);
     if (!block) return Error(block.error());
-    if (!contents.empty()) std::memcpy(*block, contents.data(), contents.size());
+    std::span<uint8_t> input(*block, bytes);
+    if (auto drawn = draw_tensor(spec, seed, stream, input); !drawn) return Error({RunFailure::bad_request, drawn.error()});
+    // Hashing is far cheaper than drawing again on the host.
+    m_input_hashes[*block] = hash_bytes(input);
     return *block;
+  }
+
+  std::expected<bool, RunError> input_changed(const void* data, const TensorSpec& spec, uint64_t, uint64_t) override {
+    const size_t bytes = size_t(spec.numel()) * dtype_size(spec.dtype);
+    return hash_bytes({static_cast<const uint8_t*>(data), bytes}) != m_input_hashes.at(data);
   }
 
   std::expected<void*, RunError> fresh_poisoned(DType dtype, size_t bytes, const std::string& what) override {
@@ -82,6 +94,7 @@ class CpuDevice final : public Device {
   void end_call() override {
     m_scratch.clear();
     m_call.clear();
+    m_input_hashes.clear();
   }
 
  private:
@@ -122,6 +135,7 @@ class CpuDevice final : public Device {
   uintptr_t m_next = k_first_address;
   std::vector<Mapping> m_call;   // this call's inputs and outputs
   std::vector<Block> m_scratch;  // this call's workspace
+  std::unordered_map<const void*, uint64_t> m_input_hashes;  // this call's inputs, as fresh_input made them
   std::unique_ptr<CallClock> m_clock = make_cpu_clock();
 };
 

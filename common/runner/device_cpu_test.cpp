@@ -1,4 +1,4 @@
-// Tests of the cpu Device in-process: fresh addresses, poison, copies and scratch.
+// Tests of the cpu Device in-process: fresh addresses, inputs, poison, reads and scratch.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,7 +15,8 @@ TEST(CpuDeviceTest, BuffersHoldTheirContentsOrPoisonAtAddressesNeverHandedOutBef
   std::set<const void*> seen;
   for (int call = 0; call < 4; ++call) {
     std::vector<uint8_t> contents(1 << 20, uint8_t(call + 1));
-    auto input = device->fresh_copy(contents, "input");
+    TensorSpec spec{"x", DType::uint8, {1 << 20}, {Dist::constant, double(call + 1), 1}};
+    auto input = device->fresh_input(spec, 0, 0, "input");
     ASSERT_TRUE(input) << input.error().message;
     EXPECT_EQ(reinterpret_cast<uintptr_t>(*input) % 64, 0u);
     auto output = device->fresh_poisoned(DType::float32, 16, "output");

@@ -8,7 +8,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <unordered_map>
 #include <unordered_set>
+
+#include "ir/tensor_init.h"
+#include "ir/tensor_init_cuda.h"
 
 namespace ca {
 namespace {
@@ -66,15 +70,43 @@ class CudaDevice final : public Device {
     ctx.cudnn = nullptr;
   }
 
-  std::expected<void*, RunError> fresh_copy(std::span<const uint8_t> contents, const std::string& what) override {
-    auto data = fresh(contents.size(), what);
+  // Drawn on the device, on the call's stream (before_call waits for it): nothing is drawn on the host, and
+  // nothing crosses the bus. A file init is read on the host and copied.
+  std::expected<void*, RunError> fresh_input(const TensorSpec& spec, uint64_t seed, uint64_t stream,
+                                             const std::string& what) override {
+    if (spec.init.dist == Dist::file) {
+      auto bytes = make_tensor_bytes(spec, seed, stream);
+      if (!bytes) return Error({RunFailure::bad_request, bytes.error()});
+      auto data = fresh_copy(*bytes, what);
+      if (data) m_file_hashes[*data] = hash_bytes(*bytes);
+      return data;
+    }
+    const auto count = uint64_t(spec.numel());
+    auto data = fresh(count * dtype_size(spec.dtype), what);
     if (!data) return Error(data.error());
-    if (contents.empty()) return *data;
-    if (cudaError_t error = cudaMemcpy(*data, contents.data(), contents.size(), cudaMemcpyHostToDevice);
+    if (cudaError_t error = draw_on_device(draw_params(spec), spec.dtype, count, seed, stream, *data, m_stream);
         error != cudaSuccess) {
-      return Error({RunFailure::context_lost, "copying " + what + " to the device: " + describe(error)});
+      return Error({RunFailure::context_lost, "drawing " + what + " on the device: " + describe(error)});
     }
     return *data;
+  }
+
+  // Compared with a fresh draw on the device, so no input is copied back; a file init by its hash, as on cpu.
+  std::expected<bool, RunError> input_changed(const void* data, const TensorSpec& spec, uint64_t seed,
+                                              uint64_t stream) override {
+    const auto count = uint64_t(spec.numel());
+    if (spec.init.dist == Dist::file) {
+      std::vector<uint8_t> staging;
+      auto bytes = read(data, count * dtype_size(spec.dtype), staging);
+      if (!bytes) return Error(bytes.error());
+      return hash_bytes(*bytes) != m_file_hashes.at(data);
+    }
+    bool differs = false;
+    if (cudaError_t error = differs_on_device(draw_params(spec), spec.dtype, count, seed, stream, data, m_stream, differs);
+        error != cudaSuccess) {
+      return Error({RunFailure::context_lost, "checking input '" + spec.name + "' on the device: " + describe(error)});
+    }
+    return differs;
   }
 
   std::expected<void*, RunError> fresh_poisoned(DType dtype, size_t bytes, const std::string& what) override {
@@ -149,12 +181,24 @@ class CudaDevice final : public Device {
   void end_call() override {
     for (void* data : m_scratch) cudaFree(data);
     m_scratch.clear();
+    m_file_hashes.clear();
     // Kept until the end, so that no later buffer can have their addresses.
     m_retired.insert(m_retired.end(), m_call.begin(), m_call.end());
     m_call.clear();
   }
 
  private:
+  std::expected<void*, RunError> fresh_copy(std::span<const uint8_t> contents, const std::string& what) {
+    auto data = fresh(contents.size(), what);
+    if (!data) return Error(data.error());
+    if (contents.empty()) return *data;
+    if (cudaError_t error = cudaMemcpy(*data, contents.data(), contents.size(), cudaMemcpyHostToDevice);
+        error != cudaSuccess) {
+      return Error({RunFailure::context_lost, "copying " + what + " to the device: " + describe(error)});
+    }
+    return *data;
+  }
+
   // A buffer at an address no earlier call was handed. Earlier calls' buffers stay allocated, which makes their
   // addresses unavailable; when memory runs out they are freed, and a reused address is held while asking again.
   std::expected<void*, RunError> fresh(size_t bytes, const std::string& what) {
@@ -202,6 +246,7 @@ class CudaDevice final : public Device {
   std::vector<void*> m_call;     // this call's inputs and outputs
   std::vector<void*> m_retired;  // earlier calls' inputs and outputs
   std::vector<void*> m_scratch;  // this call's workspace
+  std::unordered_map<const void*, uint64_t> m_file_hashes;  // this call's file-init inputs, as copied
 };
 
 }  // namespace

@@ -43,11 +43,12 @@ std::expected<RunRequest, RunError> read_request(const std::string& path);
 
 /// Sets up the backend's device (cuda: before the library loads), loads request.library (dlopen RTLD_NOW |
 /// RTLD_LOCAL) and runs every call in order. For each call it draws the inputs from (seed, stream = tensor index)
-/// with make_tensor_bytes, hashes them, copies them into fresh buffers, poisons fresh output buffers, times
-/// ca_forward (cuda: up to a device-wide sync) on the host clock, re-hashes the inputs, writes the outputs
-/// (concatenated, atomically) to output_dir/output_file and appends a flushed line to output_dir/results.jsonl. A
-/// call with a CUDA error gets its line (with cuda_error) but no output file. Returns how many calls ran and
-/// failed, or why the run stopped early; a crash inside the candidate ends the process instead.
+/// into fresh buffers (Device::fresh_input: make_tensor_bytes's bytes; on the GPU for cuda), poisons fresh output
+/// buffers, times ca_forward (cuda: up to a device-wide sync) on the host clock, checks that the inputs are
+/// unchanged (Device::input_changed), writes the outputs (concatenated, atomically) to output_dir/output_file and
+/// appends a flushed line to output_dir/results.jsonl. A call with a CUDA error gets its line (with cuda_error) but
+/// no output file. Returns how many calls ran and failed, or why the run stopped early; a crash inside the
+/// candidate ends the process instead.
 std::expected<RunSummary, RunError> run_candidate(const RunRequest& request);
 
 /// The exit code ca-runner uses for each failure (documented in ca-runner(1)).
