@@ -12,6 +12,10 @@ printf '%-10s %8s %10s %10s\n' crawl "$ops" "usable ops" "$(secs crawl)"
 printf '%-10s %8s %10s %10s\n' reference "$ref" "tasks" "$(secs reference)"
 printf '%-10s %8s %10s %10s\n' synth "$tasks" "$(grep -o 'accepted ([0-9.]*%)' "$out/synth.log" | tr -d '()' | cut -d' ' -f2) nodes" "$(secs synth)"
 printf '%-10s %8s %10s %10s\n' filter "$kept" "$(rate "$kept" "$tasks")" "$(secs filter)"
+# The rate a user plans with: kept tasks per hour of the stages that make them (synth and filter; the crawl and the
+# reference are made once per dataset).
+made=$(awk -v a="$(secs synth)" -v b="$(secs filter)" 'BEGIN { if (a != "-" && b != "-") print a + b }')
+[ -n "$made" ] && awk -v kept="$kept" -v s="$made" 'BEGIN { if (s > 0) printf "kept per hour of synth + filter: %.0f (%d in %.0f s)\n", 3600 * kept / s, kept, s }'
 echo
 echo "synth:  $(grep 'note:' "$out/synth.log" | tail -1 | sed 's/^ca-synth: note: //')"
 echo "filter: $(grep 'note: kept' "$out/filter.log" | tail -1 | sed 's/^ca-filter: note: //')"

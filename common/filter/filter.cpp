@@ -142,6 +142,32 @@ std::expected<void, std::string> TaskFilter::add_reference(const Json& record) {
   return {};
 }
 
+void TaskFilter::precompile(const std::vector<std::string>& inputs, unsigned jobs) {
+  if (!m_options.compile) return;
+  std::vector<Program> programs;
+  for (const auto& path : inputs) {
+    auto reader = JsonlReader::open(path);
+    if (!reader) continue;
+    Record record;
+    std::string message;
+    for (auto status = reader->next(record, message); status != JsonlReader::Status::end && status != JsonlReader::Status::io_error;
+         status = reader->next(record, message)) {
+      if (status != JsonlReader::Status::record || !record.value.is_object() || record.value.value("kind", "") != "task") continue;
+      // The program as judge() will compile it: after check_task has completed the record.
+      auto checked = check_task(record.value);
+      if (!checked) continue;
+      if (auto program = parse_program((*checked)["program"], "program")) programs.push_back(std::move(*program));
+    }
+  }
+  std::vector<const Program*> pointers;
+  for (const auto& program : programs) pointers.push_back(&program);
+  auto states = compile_missing(pointers, m_options.device, m_options.compiled, jobs);
+  for (size_t i = 0; i < states.size(); ++i) {
+    if (states[i]) continue;
+    if (auto key = compiled_key_text(programs[i], m_options.device, m_options.compiled)) m_compile_errors[*key] = states[i].error();
+  }
+}
+
 std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
   if (!record.is_object()) return std::unexpected("expected a JSON object, got " + json_type(record));
   auto kind = string_field(record, "kind", "");
@@ -386,6 +412,11 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
 
   Json compile_info = nullptr;
   if (m_options.compile) {
+    if (auto key = compiled_key_text(*program, device, m_options.compiled); key) {
+      if (auto failed = m_compile_errors.find(*key); failed != m_compile_errors.end()) {
+        return reject(RejectReason::compile_error, failed->second);
+      }
+    }
     auto compiled = CompiledProgram::load_or_compile(*program, device, m_options.compiled);
     if (!compiled) return reject(RejectReason::compile_error, compiled.error());
     auto outputs = compiled->run(a.tensors);

@@ -86,12 +86,18 @@ class TaskFilter {
   /// Judges one record. An error means the record could not be judged at all (not a task record, no id, no
   /// program, a harness failure); a task that fails a check is a Verdict with a reason.
   std::expected<Verdict, std::string> judge(const Json& record);
+  /// With options.compile: compiles the baselines of every task in the JSONL files `inputs` that checks, in up to
+  /// `jobs` bridge processes at once (compile_missing), so that judge() finds them cached instead of paying a cold
+  /// Python start-up per task. A failed compile is remembered and judge() rejects with its message without compiling
+  /// again. Records that cannot be read are left for judge() to report.
+  void precompile(const std::vector<std::string>& inputs, unsigned jobs);
 
  private:
   FilterOptions m_options;
   ReferenceSet m_references;
   std::map<std::string, std::string> m_fingerprints;  // fingerprint -> id of its first task
   std::map<std::string, std::string> m_kept_keys;     // near_duplicate_key -> id of the kept task
+  std::map<std::string, std::string> m_compile_errors;  // compiled_key_text -> why precompile could not compile it
   std::unique_ptr<CallClock> m_clock;
 };
 

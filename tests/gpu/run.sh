@@ -42,10 +42,16 @@ python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.versio
 step configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTORCH_CUDA_ARCH_LIST=9.0 \
   -DCMAKE_PREFIX_PATH="$deps/usr;$deps/usr/lib/x86_64-linux-gnu/cmake;$torch_prefix"
 step build cmake --build build-gpu -j "$(nproc)"
-step cuda_runner build-gpu/bin/ca_core_tests --gtest_filter='CudaRunner*:CpuDevice*:Runner*:Protocol*'
+step cuda_runner build-gpu/bin/ca_core_tests --gtest_filter="${RUNNER_TESTS:-CudaRunner*:CpuDevice*:Runner*:Protocol*}"
+# The compiled baselines of the examples and the bench, in a few warm bridge processes rather than one cold one each.
+cat examples/candidates/cuda/tasks.jsonl bench/tasks.jsonl >"$OUT/baseline_tasks.jsonl"
+step precompile build-gpu/bin/ca-profile --precompile --backend cuda -j "${PRECOMPILE_JOBS:-4}" --tasks "$OUT/baseline_tasks.jsonl"
 step cuda_examples env OUT="$OUT" bash tests/gpu/verify_cuda_examples.sh
 step bench timeout "${BENCH_TIMEOUT:-300}" bash bench/run.sh cuda "$OUT/bench"
 step cuda_interpreter env CA_TEST_DEVICE=cuda build-gpu/bin/ca_torch_tests --gtest_filter='Programs/*'
+[ -f .kb/reference-scale16.jsonl ] && export KB_REFERENCE=${KB_REFERENCE:-$PWD/.kb/reference-scale16.jsonl}
+step pipeline timeout "${PIPE_TIMEOUT:-240}" env CA_BIN=build-gpu/bin KB_BENCHMARKS="${KB_BENCHMARKS:-$PWD/.kb}" \
+  bash tests/gpu/pipeline.sh "$OUT/pipeline"
 # The full-size KernelBench import takes longest; it goes last, within what the machine's call has left.
 step kernelbench_import timeout "${KB_TIMEOUT:-240}" env KB_BENCHMARKS="${KB_BENCHMARKS:-$PWD/.kb}" \
   CA_BIN=build-gpu/bin bash tests/gpu/kernelbench_import.sh "$OUT/kernelbench"

@@ -1,5 +1,6 @@
 // ca-filter: keep the task records that pass the paper's rubric (common/filter/filter.h); rejects go to --rejects
 // with their reason, and a count per reason goes to stderr.
+#include <algorithm>
 #include <chrono>
 #include <map>
 
@@ -115,6 +116,11 @@ int main(int argc, char** argv) {
   size_t kept = 0, rejected = 0, unjudged = 0;
   std::map<std::string, size_t> counts;
   auto start = std::chrono::steady_clock::now();
+  // A cold Python start-up per compiled task would dominate the run: compile them all first, in -j processes
+  // (files only: standard input can be read once).
+  if (std::ranges::none_of(inputs, [](const std::string& path) { return path == "-"; })) {
+    filter.precompile(inputs, cli.common().jobs);
+  }
 
   ExitCode code = write_records(output, [&](JsonlWriter& writer) {
     ExitCode result = visit_records(inputs, fail_fast ? OnBadRecord::stop : OnBadRecord::skip,
