@@ -12,11 +12,21 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/build-gpu/out}
 mkdir -p "$OUT"
 status=0
+# watch NAME: every 20 s, what the project's processes are doing (state, kernel wait channel, threads), so a step
+# that a time limit cuts off still shows where it stood.
+watch() {
+  while sleep 20; do
+    { date +%T; ps -eo pid,ppid,stat,etimes,nlwp,wchan:28,args --sort=pid |
+        grep -E 'ca-[a-z]+|bwrap|setpriv|python|nvcc|cicc|ptxas|g\+\+' | grep -v grep | cut -c1-220; } >>"$OUT/$1.ps" 2>&1
+  done
+}
 step() {  # step NAME COMMAND...: runs a step, logs it, remembers a failure
   local name=$1 start=$SECONDS; shift
   echo "== $name" | tee -a "$OUT/summary.txt"
+  watch "$name" & local watcher=$!
   if "$@" >"$OUT/$name.log" 2>&1; then echo "   ok ($((SECONDS - start)) s)" | tee -a "$OUT/summary.txt"
   else echo "   FAILED after $((SECONDS - start)) s (see $name.log)" | tee -a "$OUT/summary.txt"; tail -20 "$OUT/$name.log"; status=1; fi
+  kill "$watcher" 2>/dev/null
 }
 
 deps=/tmp/ca-debs

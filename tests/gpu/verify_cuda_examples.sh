@@ -19,10 +19,13 @@ mkdir -p "$CA_CACHE_DIR" "$compiled" && ln -s "$compiled" "$CA_CACHE_DIR/compile
 # Logs go where the caller keeps them, so a run cut off by a time limit still shows how far it got.
 logs=${OUT:-$WORK}
 start=$(date +%s)
+# Each stage's records are kept as they come (tee), to show progress.
 "$CA_BIN/ca-verify" -j 8 --tasks "$dir/tasks.jsonl" --timeout 20 --cuda-arch sm_90 "$dir/candidates.jsonl" 2>"$logs/verify_err.log" |
+  tee "$logs/verified.jsonl" |
   "$CA_BIN/ca-profile" --tasks "$dir/tasks.jsonl" --timeout 60 --cuda-arch sm_90 ${PROFILE_FLAGS:-} 2>"$logs/profile_err.log" |
+  tee "$logs/profiled.jsonl" |
   "$CA_BIN/ca-reward" >"$WORK/rewarded.jsonl" 2>"$logs/reward_err.log"
-codes=("${PIPESTATUS[@]}")
+codes=("${PIPESTATUS[0]}" "${PIPESTATUS[2]}" "${PIPESTATUS[4]}")
 echo "ca-verify | ca-profile | ca-reward took $(($(date +%s) - start)) s"
 [ "${codes[0]}" -eq 0 ] || fail "ca-verify exited ${codes[0]}: $(head -3 "$logs/verify_err.log")"
 [ "${codes[1]}" -eq 0 ] || fail "ca-profile exited ${codes[1]}: $(head -3 "$logs/profile_err.log")"
