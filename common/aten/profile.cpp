@@ -1,8 +1,10 @@
 #include "aten/profile.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
+#include <thread>
 
 #include <ATen/Parallel.h>
 
@@ -20,8 +22,9 @@ namespace {
 
 using Error = std::unexpected<std::string>;
 
-// Outputs of one round's calls are all kept (the runner's files, eager's copies) until they are compared.
-constexpr double k_round_output_bytes = double(size_t(2) << 30);
+// Outputs of one round's calls are all kept (the runner's files, the baselines' copies) until they are compared;
+// every call's outputs are checked, so this bounds both memory and checking time per round.
+constexpr double k_round_output_bytes = double(size_t(512) << 20);
 
 constexpr const char* k_method =
     "one method for all three: cache flushed (2x L2 or LLC) and device idle before each call; device clock (cuda "
@@ -56,7 +59,7 @@ using Method = std::function<std::expected<std::vector<at::Tensor>, std::string>
 
 struct Timed {
   std::vector<double> times;                     // counted_us of each timed call
-  std::vector<std::vector<at::Tensor>> outputs;  // per call of the round, on the CPU
+  std::vector<std::vector<at::Tensor>> outputs;  // per call of the round, on the method's device
 };
 
 std::expected<Timed, std::string> time_in_process(const Method& method, const Program& program,
@@ -71,9 +74,11 @@ std::expected<Timed, std::string> time_in_process(const Method& method, const Pr
     ClockSample sample = clock.stop();
     if (!outputs) return Error(outputs.error());
     if (i > 0) timed.times.push_back(counted_us(sample));  // the round's first call warms up
-    std::vector<at::Tensor> host;
-    for (const auto& output : *outputs) host.push_back(output.to(at::kCPU));
-    timed.outputs.push_back(std::move(host));
+    // Kept on the device, where comparing them is cheap; a copy, so the next call reuses the freed block and no
+    // allocation lands inside its timed region.
+    std::vector<at::Tensor> kept;
+    for (const auto& output : *outputs) kept.push_back(output.is_cpu() ? output : output.clone());
+    timed.outputs.push_back(std::move(kept));
   }
   return timed;
 }
@@ -96,6 +101,22 @@ size_t task_bytes(const Program& program, const std::vector<TensorShape>& shapes
   }
   return bytes;
 }
+
+// Where a profile's wall time goes (the record's `wall_s`), so a slow one can be explained.
+class Phases {
+ public:
+  // Adds the time since the last mark (or since construction) to `phase`.
+  void mark(const char* phase) {
+    auto now = std::chrono::steady_clock::now();
+    m_seconds[phase] = m_seconds.value(phase, 0.0) + std::chrono::duration<double>(now - m_last).count();
+    m_last = now;
+  }
+  const Json& seconds() const { return m_seconds; }
+
+ private:
+  std::chrono::steady_clock::time_point m_last = std::chrono::steady_clock::now();
+  Json m_seconds = Json::object();
+};
 
 Json failed(Json profile, const std::string& stage, const std::string& message) {
   profile["ok"] = false;
@@ -123,9 +144,11 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
 
   Json profile = {{"ok", true}, {"message", ""}, {"device", device_description(backend, 0)}, {"backend", backend_name(backend)},
                   {"method", k_method}, {"precision", options.compiled.allow_tf32 ? "tf32" : "fp32"}};
+  Phases phases;
   auto files = candidate_files(candidate);
   if (!files) return failed(profile, "static", files.error());
   auto built = build_candidate(*files, options.build);
+  phases.mark("build");
   if (!built) return Error(built.error());
   if (!built->ok) return failed(profile, built->stage, built->message);
 
@@ -142,6 +165,7 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   } else {
     profile["compile_error"] = "not asked for (--no-compile)";
   }
+  phases.mark("compiled_load");
 
   auto bandwidth = options.peak_bytes_per_s > 0 ? std::expected<double, std::string>(options.peak_bytes_per_s)
                                                 : peak_bandwidth(backend, 0);
@@ -150,8 +174,10 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   const size_t output_bytes = output_bytes_of(*shapes);
   profile["floor_us"] = floor;
 
+  phases.mark("setup");
   auto lease = DeviceLease::acquire(backend == Backend::cuda ? "cuda0" : "cpu", options.lock_dir);
   if (!lease) return Error(lease.error());
+  phases.mark("lease_wait");
   std::unique_ptr<CallClock> clock;
   if (backend == Backend::cuda) {
     auto made = make_cuda_clock(0, nullptr);
@@ -188,10 +214,12 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
         if (!ran) return Error(ran.error());
         if (!ran->load_error.empty()) return failed(profile, "load", ran->load_error);
         candidate_run = std::move(*ran);
+        phases.mark("runner");
       } else if (which == 1) {
         auto timed = time_in_process(eager, *program, seeds, device, *clock);
         if (!timed) return Error("eager failed in " + label + ": " + timed.error());
         eager_run = std::move(*timed);
+        phases.mark("eager");
       } else if (compiled) {
         auto timed = time_in_process(compiled_run, *program, seeds, device, *clock);
         if (timed) {
@@ -201,8 +229,11 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
           profile.erase("compile");
           compiled.reset();
         }
+        phases.mark("compile");
       }
     }
+    // Checking is not timed: it may use every core (cpu), then the baselines get their threads back.
+    at::set_num_threads(int(std::max(1u, std::thread::hardware_concurrency())));
     for (size_t i = 0; i < seeds.size(); ++i) {
       std::string call = label + ", call " + std::to_string(i + 1);
       if (auto failure = call_failure(*candidate_run, i, call, runner)) return failed(profile, failure->stage, failure->message);
@@ -223,6 +254,8 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
       ++checked;
       if (i > 0) times[0].push_back(counted_us({candidate_run->calls[i].report->device_us, candidate_run->calls[i].report->wall_us}));
     }
+    at::set_num_threads(options.num_threads);
+    phases.mark("check");
     times[1].insert(times[1].end(), eager_run->times.begin(), eager_run->times.end());
     if (compiled_run_times) times[2].insert(times[2].end(), compiled_run_times->times.begin(), compiled_run_times->times.end());
     if (round == 0 && options.rounds > 1) {
@@ -243,6 +276,7 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
                        {"compile", has_compile ? Json(compile_stats.spread) : Json(nullptr)}};
   profile["count"] = {{"candidate", candidate_stats.count}, {"eager", eager_stats.count}, {"compile", compile_stats.count}};
   profile["checked_calls"] = checked;
+  profile["wall_s"] = phases.seconds();
   Json speedup = {{"vs_eager", eager_stats.median / candidate_stats.median}};
   speedup["vs_compile"] = has_compile ? Json(compile_stats.median / candidate_stats.median) : Json(nullptr);
   profile["speedup"] = speedup;

@@ -39,7 +39,7 @@ CompiledOptions baseline_options(const ProfileOptions& options);
 
 /// Returns the `profile` object for `candidate` ({files, backend}) against `task`:
 /// {ok, stage?, message, device, backend, method, precision, rounds, times_us:{candidate, eager, compile},
-///  spread, count, speedup:{vs_eager, vs_compile}, floor_us, checked_calls, compile | compile_error}.
+///  spread, count, speedup:{vs_eager, vs_compile}, floor_us, checked_calls, wall_s:{build, runner, eager, compile, check, ...}, compile | compile_error}.
 /// ok is false when a timed call fails or differs from the reference (stage run/timeout/compare) or the
 /// candidate's time is below the speed-of-light floor (stage floor). Returns an error only when the harness fails.
 std::expected<Json, std::string> profile_candidate(const Json& task, const Json& candidate, const ProfileOptions& options);

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <filesystem>
 #include <sstream>
 
@@ -67,21 +68,19 @@ std::expected<std::vector<std::optional<CallReport>>, std::string> read_reports(
 
 std::vector<at::Tensor> read_outputs(const std::string& path, const std::vector<TensorShape>& shapes, std::string& problem) {
   std::vector<at::Tensor> outputs;
-  auto bytes = read_file(path);
-  if (!bytes) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
     problem = "no output file";
     return outputs;
   }
-  size_t offset = 0;
+  // Straight into the tensors: a round's outputs can be gigabytes.
   for (const auto& shape : shapes) {
     at::Tensor tensor = at::empty(shape.sizes, at::TensorOptions().dtype(shape.dtype));
-    size_t size = size_t(tensor.nbytes());
-    if (offset + size > bytes->size()) {
+    auto size = std::streamsize(tensor.nbytes());
+    if (!file.read(static_cast<char*>(tensor.data_ptr()), size) || file.gcount() != size) {
       problem = "output file is short";
       return {};
     }
-    std::memcpy(tensor.data_ptr(), bytes->data() + offset, size);
-    offset += size;
     outputs.push_back(tensor);
   }
   return outputs;
