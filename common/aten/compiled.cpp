@@ -504,15 +504,22 @@ std::vector<std::expected<PackageState, std::string>> compile_missing(std::span<
     entries.emplace_back().program = program;
     entries.back().error = entry.error();
   }
+  // Programs with one key (the same program under other names) compile once and share the outcome; a second
+  // entry would wait for the first's lock and, when that compile failed, run the bridge again.
+  std::map<std::string, size_t> first_of_key;
   std::vector<Entry*> pointers;
-  for (Entry& entry : entries) pointers.push_back(&entry);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (entries[i].error.empty() && !first_of_key.emplace(entries[i].key, i).second) continue;
+    pointers.push_back(&entries[i]);
+  }
   compile_entries(pointers, jobs, *context);
   for (size_t i = 0; i < entries.size(); ++i) {
-    if (!entries[i].error.empty()) {
-      results[i] = Error(entries[i].error);
+    const Entry& entry = entries[i].error.empty() ? entries[first_of_key.at(entries[i].key)] : entries[i];
+    if (!entry.error.empty()) {
+      results[i] = Error(entry.error);
       continue;
     }
-    results[i] = entries[i].compiled ? PackageState::compiled : PackageState::cached;
+    results[i] = entry.compiled && &entry == &entries[i] ? PackageState::compiled : PackageState::cached;
   }
   return results;
 }

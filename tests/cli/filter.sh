@@ -68,6 +68,13 @@ head -1 "$tasks" >"$WORK/one.jsonl"
 run env CA_CACHE_DIR="$WORK/cache" CA_PYTHON=/bin/false "$filter" --compile --min-ms 0 --rejects "$WORK/compile.jsonl" "$WORK/one.jsonl"
 expect_code 0; expect_stderr "kept 0 of 1; rejected: compile-error 1"
 grep -q '"reason":"compile-error"' "$WORK/compile.jsonl" || fail "no compile-error reject"
+# All baselines compile first, in one bridge process per -j, and a failed one is not tried again when its task
+# (or a renamed copy of its program) is judged: one bridge call for the three tasks.
+head -3 "$tasks" >"$WORK/three.jsonl"
+printf '#!/bin/sh\necho "$@" >>"%s/bridge-calls"\nexit 1\n' "$WORK" >"$WORK/python" && chmod +x "$WORK/python"
+run env CA_CACHE_DIR="$WORK/cache3" CA_PYTHON="$WORK/python" "$filter" --compile -j 1 --min-ms 0 "$WORK/three.jsonl"
+expect_code 0; expect_stderr "kept 0 of 3; rejected: duplicate 1, compile-error 2"
+[ "$(grep -c -- '--batch' "$WORK/bridge-calls")" -eq 1 ] || fail "expected one bridge call: $(cat "$WORK/bridge-calls")"
 
 # Deterministic verdicts: the same input gives the same kept ids and reject reasons.
 run "$filter" --min-ms 0 --reference "$reference" --rejects "$WORK/rejects2.jsonl" -o "$WORK/kept2.jsonl" "$tasks"
