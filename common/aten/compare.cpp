@@ -56,7 +56,8 @@ Comparison compare_output(const at::Tensor& out_any, const at::Tensor& ref_any, 
   at::Tensor both_nan = at::logical_and(at::isnan(out), at::isnan(ref));
   at::Tensor diff = at::where(at::logical_or(both_nan, at::eq(out, ref)), at::zeros_like(out), at::abs(out - ref));
   at::Tensor limit = tolerance.atol + tolerance.rtol * at::abs(ref);
-  at::Tensor over = at::gt(diff, limit);
+  // NaN and Inf never exceed a limit, so a finite output where the reference is not is counted here.
+  at::Tensor over = at::logical_or(at::gt(diff, limit), at::logical_and(at::logical_not(ref_finite), at::ne(diff, 0)));
   at::Tensor diff_finite = at::where(at::isfinite(diff), diff, at::full_like(diff, INFINITY));
   result.max_abs = diff_finite.max().item<double>();
   at::Tensor significant = at::gt(at::abs(ref), tolerance.atol);
