@@ -5,10 +5,13 @@
 
 static bool is_f32(const ca_tensor& t) { return t.data != nullptr && t.dtype == CA_FLOAT32 && t.shape != nullptr; }
 
+// The flag lives in global memory: a volatile local is a register to the compiler, and the H200 run showed ptxas
+// dropping a loop over one (the kernel returned at once).
+__device__ volatile int released = 0;
+
 __global__ void wait_forever(float* y) {
-  // BUG: waits for a flag nobody sets. The volatile read is a side effect, so the compiler must keep the loop.
-  volatile int waiting = 1;
-  while (waiting) {
+  // BUG: waits for a flag nobody sets. Each volatile global load must happen, so the loop stays.
+  while (released == 0) {
   }
   y[threadIdx.x] = 0.0f;
 }
