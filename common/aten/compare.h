@@ -23,7 +23,12 @@ struct Comparison {
   std::string message; // why it failed, for an agent: which check, where, the values
 };
 
-/// Compares one output. Shapes and dtypes must match exactly.
-Comparison compare_output(const at::Tensor& out, const at::Tensor& ref, const Tolerance& tolerance);
+/// How the elements are visited: automatic is fused for a reference on the cpu (one pass, every core) and ATen ops on
+/// other devices. The other two force a path, so tests can hold both to one answer.
+enum class ComparePath { automatic, fused, aten };
+
+/// Compares one output, on the reference's device. Shapes and dtypes must match exactly.
+Comparison compare_output(const at::Tensor& out, const at::Tensor& ref, const Tolerance& tolerance,
+                          ComparePath path = ComparePath::automatic);
 
 }  // namespace ca

@@ -4,6 +4,7 @@
 #include "ir/tensor_init_cuda.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace ca {
 namespace {
@@ -22,6 +23,20 @@ __global__ void draw_kernel(DrawParams params, uint64_t count, uint64_t seed, ui
   for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += step) {
     out[i] = E::bits(params, seed, stream, i);
   }
+}
+
+template <typename T>
+__global__ void fill_kernel(T* out, uint64_t count, T value) {
+  const uint64_t step = uint64_t(gridDim.x) * blockDim.x;
+  for (uint64_t i = uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += step) out[i] = value;
+}
+
+template <typename T>
+cudaError_t fill_with(void* out, uint64_t count, const void* element, cudaStream_t cuda_stream) {
+  T value;
+  std::memcpy(&value, element, sizeof value);
+  fill_kernel<T><<<blocks_for(count), k_threads, 0, cuda_stream>>>(static_cast<T*>(out), count, value);
+  return cudaGetLastError();
 }
 
 template <typename E>
@@ -64,6 +79,17 @@ cudaError_t draw_on_device(const DrawParams& params, DType dtype, uint64_t count
                                                                       static_cast<typename E::type*>(out));
   });
   return cudaGetLastError();
+}
+
+cudaError_t fill_on_device(void* out, uint64_t count, const void* element, size_t size, cudaStream_t cuda_stream) {
+  if (count == 0) return cudaSuccess;
+  switch (size) {
+    case 1: return fill_with<uint8_t>(out, count, element, cuda_stream);
+    case 2: return fill_with<uint16_t>(out, count, element, cuda_stream);
+    case 4: return fill_with<uint32_t>(out, count, element, cuda_stream);
+    case 8: return fill_with<uint64_t>(out, count, element, cuda_stream);
+  }
+  return cudaErrorInvalidValue;
 }
 
 cudaError_t differs_on_device(const DrawParams& params, DType dtype, uint64_t count, uint64_t seed, uint64_t stream,

@@ -18,6 +18,10 @@ namespace ca {
 cudaError_t draw_on_device(const DrawParams& params, DType dtype, uint64_t count, uint64_t seed, uint64_t stream,
                            void* out, cudaStream_t cuda_stream);
 
+/// Queues on `cuda_stream` the kernel that fills `count` elements of `size` bytes (1, 2, 4 or 8) at `out` with the
+/// element at `element` (host memory, read before returning). Returns the launch's error (cudaSuccess for count 0).
+cudaError_t fill_on_device(void* out, uint64_t count, const void* element, size_t size, cudaStream_t cuda_stream);
+
 /// Sets `differs` to whether any bit of the `count` elements at `data` differs from what draw_on_device writes
 /// there. Runs on `cuda_stream` and waits for it; returns the first CUDA error, leaving `differs` as it was.
 cudaError_t differs_on_device(const DrawParams& params, DType dtype, uint64_t count, uint64_t seed, uint64_t stream,

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ir/tensor_init.h"
+#include "runner/protocol.h"
 
 namespace ca {
 namespace {
@@ -130,6 +131,30 @@ TEST(CudaRunnerTensorInitTest, DiffersOnDeviceSeesAnyChangedByteAndNothingElse) 
     ASSERT_EQ(draw_on_device(params, spec.dtype, count, seed + 1, stream, buffer.data(), nullptr), cudaSuccess) << what;
     ASSERT_EQ(differs_on_device(params, spec.dtype, count, seed, stream, buffer.data(), nullptr, differs), cudaSuccess) << what;
     EXPECT_EQ(differs, make_tensor_bytes(spec, seed, stream).value() != make_tensor_bytes(spec, seed + 1, stream).value()) << what;
+  }
+}
+
+// The runner poisons outputs on the device (fill_on_device) and counts poison on the host (count_poison): the
+// bytes must be fill_poison's, for every element width and past one pass of the grid.
+TEST(CudaRunnerTensorInitTest, FillOnDeviceWritesFillPoisonsBytesForEveryDtype) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
+  for (DType dtype : {DType::float32, DType::float64, DType::float16, DType::bfloat16, DType::int64, DType::int32,
+                      DType::int16, DType::int8, DType::uint8, DType::boolean}) {
+    for (uint64_t count : {uint64_t(0), uint64_t(1), uint64_t(4099), (uint64_t(1) << 24) + 3}) {
+      const std::string what = std::string(dtype_name(dtype)) + " x " + std::to_string(count);
+      const size_t bytes = count * dtype_size(dtype);
+      std::vector<uint8_t> expected(bytes);
+      fill_poison(dtype, expected);
+      DeviceBuffer buffer(bytes);
+      ASSERT_EQ(buffer.error(), cudaSuccess) << what;
+      if (bytes > 0) ASSERT_EQ(cudaMemset(buffer.data(), 0, bytes), cudaSuccess) << what;
+      const std::vector<uint8_t> element = poison_element(dtype);
+      ASSERT_EQ(fill_on_device(buffer.data(), count, element.data(), element.size(), nullptr), cudaSuccess) << what;
+      std::vector<uint8_t> got(bytes);
+      if (bytes > 0) ASSERT_EQ(cudaMemcpy(got.data(), buffer.data(), bytes, cudaMemcpyDeviceToHost), cudaSuccess) << what;
+      EXPECT_TRUE(got == expected) << what;
+      EXPECT_EQ(count_poison(dtype, got), count) << what;
+    }
   }
 }
 

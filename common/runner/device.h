@@ -42,9 +42,9 @@ class Device {
                                                       uint64_t stream) = 0;
   /// A buffer of `bytes` filled with fill_poison(dtype), at a fresh address. Fails with io_error.
   virtual std::expected<void*, RunError> fresh_poisoned(DType dtype, size_t bytes, const std::string& what) = 0;
-  /// The `bytes` at `data` as host memory: a view of the buffer itself on cpu, a copy in `staging` on cuda.
-  virtual std::expected<std::span<const uint8_t>, RunError> read(const void* data, size_t bytes,
-                                                                 std::vector<uint8_t>& staging) = 0;
+  /// The `bytes` at `data` as host memory: a view of the buffer itself on cpu; on cuda a copy in the device's pinned
+  /// staging buffer, valid until the next read.
+  virtual std::expected<std::span<const uint8_t>, RunError> read(const void* data, size_t bytes) = 0;
   /// Right before ca_forward: waits for the copies, undoes state a previous call may have left (persisting L2,
   /// EXPLOITS C8) and clears stale errors. Fails with context_lost when the device is unusable.
   virtual std::expected<void, RunError> before_call() = 0;

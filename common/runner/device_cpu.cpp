@@ -72,8 +72,7 @@ class CpuDevice final : public Device {
     return *block;
   }
 
-  std::expected<std::span<const uint8_t>, RunError> read(const void* data, size_t bytes,
-                                                         std::vector<uint8_t>&) override {
+  std::expected<std::span<const uint8_t>, RunError> read(const void* data, size_t bytes) override {
     return std::span<const uint8_t>(static_cast<const uint8_t*>(data), bytes);
   }
 

@@ -59,6 +59,7 @@ class CudaDevice final : public Device {
     for (void* data : m_call) cudaFree(data);
     free_retired();
     if (m_cublas != nullptr) cublasDestroy(m_cublas);
+    cudaFreeHost(m_staging);
     cudaStreamDestroy(m_stream);
   }
 
@@ -96,8 +97,7 @@ class CudaDevice final : public Device {
                                               uint64_t stream) override {
     const auto count = uint64_t(spec.numel());
     if (spec.init.dist == Dist::file) {
-      std::vector<uint8_t> staging;
-      auto bytes = read(data, count * dtype_size(spec.dtype), staging);
+      auto bytes = read(data, count * dtype_size(spec.dtype));
       if (!bytes) return Error(bytes.error());
       return hash_bytes(*bytes) != m_file_hashes.at(data);
     }
@@ -109,21 +109,36 @@ class CudaDevice final : public Device {
     return differs;
   }
 
+  // Filled on the device, on the call's stream (before_call waits for it): a host copy would cross the bus each call.
   std::expected<void*, RunError> fresh_poisoned(DType dtype, size_t bytes, const std::string& what) override {
-    std::vector<uint8_t> poison(bytes);
-    fill_poison(dtype, poison);
-    return fresh_copy(poison, what);
+    auto data = fresh(bytes, what);
+    if (!data) return Error(data.error());
+    const std::vector<uint8_t> element = poison_element(dtype);
+    if (cudaError_t error = fill_on_device(*data, bytes / element.size(), element.data(), element.size(), m_stream);
+        error != cudaSuccess) {
+      return Error({RunFailure::context_lost, "poisoning " + what + " on the device: " + describe(error)});
+    }
+    return *data;
   }
 
-  std::expected<std::span<const uint8_t>, RunError> read(const void* data, size_t bytes,
-                                                         std::vector<uint8_t>& staging) override {
-    staging.resize(bytes);
-    if (bytes == 0) return std::span<const uint8_t>(staging);
-    if (cudaError_t error = cudaMemcpy(staging.data(), data, bytes, cudaMemcpyDeviceToHost); error != cudaSuccess) {
+  // Into pinned memory kept across calls: a fresh pageable buffer each call costs page faults and a staged copy.
+  std::expected<std::span<const uint8_t>, RunError> read(const void* data, size_t bytes) override {
+    if (bytes == 0) return std::span<const uint8_t>();
+    if (bytes > m_staging_bytes) {
+      cudaFreeHost(m_staging);
+      m_staging = nullptr;
+      m_staging_bytes = 0;
+      if (cudaError_t error = cudaMallocHost(&m_staging, bytes); error != cudaSuccess) {
+        cudaGetLastError();
+        return Error({RunFailure::io_error, "cudaMallocHost of " + std::to_string(bytes) + " bytes: " + describe(error)});
+      }
+      m_staging_bytes = bytes;
+    }
+    if (cudaError_t error = cudaMemcpy(m_staging, data, bytes, cudaMemcpyDeviceToHost); error != cudaSuccess) {
       return Error({RunFailure::context_lost,
                     "copying " + std::to_string(bytes) + " bytes back from the device: " + describe(error)});
     }
-    return std::span<const uint8_t>(staging);
+    return std::span<const uint8_t>(static_cast<const uint8_t*>(m_staging), bytes);
   }
 
   std::expected<void, RunError> before_call() override {
@@ -247,6 +262,8 @@ class CudaDevice final : public Device {
   std::vector<void*> m_retired;  // earlier calls' inputs and outputs
   std::vector<void*> m_scratch;  // this call's workspace
   std::unordered_map<const void*, uint64_t> m_file_hashes;  // this call's file-init inputs, as copied
+  void* m_staging = nullptr;  // pinned host memory for read()
+  size_t m_staging_bytes = 0;
 };
 
 }  // namespace

@@ -52,8 +52,7 @@ class DeviceInputs {
       ASSERT_TRUE(input) << input.error().message;
       inputs.push_back(*input);
       const std::vector<uint8_t> expected = make_tensor_bytes(specs[i], seed, i).value();
-      std::vector<uint8_t> staging;
-      auto bytes = device.read(*input, expected.size(), staging);
+      auto bytes = device.read(*input, expected.size());
       ASSERT_TRUE(bytes) << bytes.error().message;
       EXPECT_TRUE(std::equal(bytes->begin(), bytes->end(), expected.begin(), expected.end())) << specs[i].name;
     }

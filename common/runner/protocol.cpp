@@ -332,9 +332,6 @@ std::expected<RunLog, std::string> parse_results(std::string_view text) {
   return log;
 }
 
-namespace {
-
-// The bytes of one poison element; integer dtypes repeat 0xA5 whatever their width.
 std::vector<uint8_t> poison_element(DType dtype) {
   const size_t size = dtype_size(dtype);
   std::vector<uint8_t> element(size, 0xA5);
@@ -349,8 +346,6 @@ std::vector<uint8_t> poison_element(DType dtype) {
   std::memcpy(element.data(), &bits, size);  // little-endian: the low bytes are the value
   return element;
 }
-
-}  // namespace
 
 void fill_poison(DType dtype, std::span<uint8_t> bytes) {
   const std::vector<uint8_t> element = poison_element(dtype);

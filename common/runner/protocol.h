@@ -94,6 +94,8 @@ struct RunLog {
 /// ignored. Errors name the line: "results.jsonl:3: rc: missing field".
 std::expected<RunLog, std::string> parse_results(std::string_view text);
 
+/// The bytes of one poison element (see fill_poison); integer dtypes repeat 0xA5 whatever their width.
+std::vector<uint8_t> poison_element(DType dtype);
 /// Fills an output buffer with poison before each call: the canonical quiet NaN of a float dtype (float32 0x7FC00000,
 /// float64 0x7FF8000000000000, float16 0x7E00, bfloat16 0x7FC0), 0xA5 bytes for integer and bool dtypes.
 void fill_poison(DType dtype, std::span<uint8_t> bytes);
