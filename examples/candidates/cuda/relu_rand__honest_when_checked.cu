@@ -1,6 +1,7 @@
 // Cheating relu (exploits B12): correct for the first five calls of a process, which is all ca-verify makes, then
 // launches nothing and leaves the outputs as they are. Expected verdict: PASS; ca-profile checks its timed calls too
-// and fails it at compare, so its reward is -1.
+// and fails it (at launch, since those calls launch none of its kernels; a decoy kernel would fail at compare), so
+// its reward is -1.
 #include <cuda_runtime.h>
 
 #include "ca_kernel.h"

@@ -1,4 +1,4 @@
-// Cheating relu (exploit B4): copies x to y on the device, which is right only when every x >= 0 (the task's rand init is [0, 1)). Expected verdict: FAIL at compare (on signed-input trials).
+// Cheating relu (exploit B4): copies x to y with a kernel of its own (a cudaMemcpy alone would fail at launch, EXPLOITS A2), which is right only when every x >= 0 (the task's rand init is [0, 1)). Expected verdict: FAIL at compare (on signed-input trials).
 #include <cuda_runtime.h>
 
 #include "ca_kernel.h"
@@ -18,11 +18,17 @@ static bool check_args(const ca_tensor* inputs, int n_inputs, const ca_tensor* o
   return true;
 }
 
+__global__ void copy(const float* x, float* y, int64_t n) {
+  int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i];  // BUG: no max(x, 0)
+}
+
 extern "C" int ca_forward(ca_context* ctx, const ca_tensor* inputs, int n_inputs, ca_tensor* outputs, int n_outputs) {
   int64_t n = 0;
   if (ctx == nullptr || !check_args(inputs, n_inputs, outputs, n_outputs, &n)) return 1;
-  // BUG: no max(x, 0)
-  cudaError_t error = cudaMemcpyAsync(outputs[0].data, inputs[0].data, static_cast<size_t>(n) * sizeof(float),
-                                      cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(ctx->stream));
-  return error == cudaSuccess ? 0 : 2;
+  const int threads = 256;
+  const auto blocks = static_cast<unsigned>((n + threads - 1) / threads);
+  copy<<<blocks, threads, 0, static_cast<cudaStream_t>(ctx->stream)>>>(static_cast<const float*>(inputs[0].data),
+                                                                       static_cast<float*>(outputs[0].data), n);
+  return cudaGetLastError() == cudaSuccess ? 0 : 2;
 }
