@@ -102,4 +102,16 @@ for cid, runs in costs.items():
     comp_text = f"{statistics.median(comp):.1f}" if comp else "n/a"
     print(f"| {cid} | {statistics.median(runs):.2f} | {statistics.median(cand):.1f} | {cpp:.1f} | {comp_text} | "
           f"{100 * spread:.2f}% | {cpp:.1f} | {py:.1f} | {cpp / py:.3f} |")
+
+# Where a profile's time goes (its wall_s), median over the five profiles, with the timed calls per method.
+phases = ["build", "compiled_load", "lease_wait", "runner", "eager", "compile", "check"]
+print("\n| candidate | calls per method | " + " | ".join(f"{p} s" for p in phases) + " |")
+print("|---|---|" + "---|" * len(phases))
+for cid, ps in profiles.items():
+    ps = [p for p in ps if p.get("wall_s") and p.get("count")]
+    if not ps:
+        continue
+    calls = statistics.median(p["count"]["candidate"] for p in ps)
+    cells = [f"{statistics.median(p['wall_s'].get(name, 0) for p in ps):.2f}" for name in phases]
+    print(f"| {cid} | {calls:.0f} | " + " | ".join(cells) + " |")
 PY
