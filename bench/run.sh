@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The environment's benchmarks (issue 3, item 8), on one backend:
-#   1. per-candidate cost of build + verify + profile, with cached baselines and a cold candidate build cache;
+#   1. per-candidate cost of build + verify + profile, with cached baselines and a cold candidate build cache: one
+#      candidate per verify | profile (tools start each time), and a batch of BATCH (default 4) through one;
 #   2. repeatability: one candidate profiled 5 times, the spread of its medians;
 #   3. eager from the C++ interpreter (ca-profile) against PyTorch eager (bench/eager_torch.py), same method.
 # Usage: bench/run.sh cpu|cuda [OUT_DIR]. Writes OUT_DIR/results.md (and the raw records) and prints it.
@@ -56,7 +57,7 @@ warm_start=$(date +%s)
 "$bin/ca-profile" --tasks "$tasks" "${arch[@]}" "${extra[@]}" --rounds 1 "$out/candidates.jsonl" >"$out/warmup.jsonl" 2>>"$out/stderr.log"
 warm_seconds=$(($(date +%s) - warm_start))
 
-: >"$out/costs.txt"; : >"$out/repeat.jsonl"
+: >"$out/costs.txt"; : >"$out/repeat.jsonl"; : >"$out/batch.txt"
 while read -r line; do
   id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$line")
   for run in 1 2 3; do
@@ -67,6 +68,22 @@ while read -r line; do
   for run in 4 5; do  # two more profiles of the same (now built) candidate, for five medians
     "$bin/ca-profile" --tasks "$tasks" "${arch[@]}" "${extra[@]}" <<<"$line" >>"$out/repeat.jsonl" 2>>"$out/stderr.log"
   done
+  # Steady state, as a batch evaluation runs: BATCH copies through one verify | profile, so the tools start once.
+  # Each copy's source differs by a comment, so each builds cold.
+  python3 - "$line" "${BATCH:-4}" >"$scratch/batch.jsonl" <<'PY'
+import json, sys
+record, copies = json.loads(sys.argv[1]), int(sys.argv[2])
+for i in range(copies):
+    copy = dict(record, id=f"{record['id']}#{i}")
+    copy["files"] = {name: text + f"\n// batch copy {i}\n" for name, text in record["files"].items()}
+    print(json.dumps(copy))
+PY
+  fresh_cache
+  start=$(date +%s.%N)
+  "$bin/ca-verify" --tasks "$tasks" "${arch[@]}" "$scratch/batch.jsonl" 2>>"$out/stderr.log" |
+    "$bin/ca-profile" --tasks "$tasks" "${arch[@]}" "${extra[@]}" >"$scratch/batch_out.jsonl" 2>>"$out/stderr.log"
+  end=$(date +%s.%N)
+  echo "$id $(python3 -c 'import json,sys; print(sum(json.loads(l).get("profile", {}).get("ok", False) for l in open(sys.argv[1])))' "$scratch/batch_out.jsonl") ${BATCH:-4} $(python3 -c "print(round($end - $start, 3))")" >>"$out/batch.txt"
 done <"$out/candidates.jsonl"
 
 "$python" "$root/bench/eager_torch.py" "$tasks" --device "$backend" >"$out/eager_torch.jsonl" 2>>"$out/stderr.log"
@@ -102,6 +119,15 @@ for cid, runs in costs.items():
     comp_text = f"{statistics.median(comp):.1f}" if comp else "n/a"
     print(f"| {cid} | {statistics.median(runs):.2f} | {statistics.median(cand):.1f} | {cpp:.1f} | {comp_text} | "
           f"{100 * spread:.2f}% | {cpp:.1f} | {py:.1f} | {cpp / py:.3f} |")
+
+batch = {}
+for line in open(f"{out}/batch.txt"):
+    cid, ok, copies, seconds = line.split()
+    batch[cid] = (int(ok), int(copies), float(seconds))
+print("\n| candidate | batch: copies profiled ok | batch s | s per candidate (steady state) |")
+print("|---|---|---|---|")
+for cid, (ok, copies, seconds) in batch.items():
+    print(f"| {cid} | {ok} of {copies} | {seconds:.2f} | {seconds / copies:.2f} |")
 
 # Where a profile's time goes (its wall_s), median over the five profiles, with the timed calls per method.
 phases = ["build", "compiled_load", "lease_wait", "runner", "eager", "compile", "check"]
