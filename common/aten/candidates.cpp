@@ -10,6 +10,7 @@
 #include "util/log.h"
 #include "util/record_loop.h"
 #include "util/record_output.h"
+#include "util/signals.h"
 #include "util/json_field.h"
 
 namespace ca {
@@ -113,7 +114,7 @@ ExitCode judge_workspace(const std::string& dir, const std::string& backend_name
   auto judged = judge((*candidate)["task"], *candidate, *backend);
   if (!judged) {
     error(judged.error());
-    return ExitCode::data_error;
+    return interrupted() ? ExitCode::interrupted : ExitCode::data_error;  // e.g. while waiting for the device lease
   }
   std::fputs(report(*judged).c_str(), stdout);
   return judged->value("ok", false) ? ExitCode::ok : ExitCode::some_failed;

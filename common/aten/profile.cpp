@@ -176,7 +176,7 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   profile["floor_us"] = floor;
 
   phases.mark("setup");
-  auto lease = DeviceLease::acquire(backend == Backend::cuda ? "cuda0" : "cpu", options.lock_dir);
+  auto lease = DeviceLease::acquire(backend == Backend::cuda ? "cuda0" : "cpu", options.lock_dir, LeaseMode::exclusive);
   if (!lease) return Error(lease.error());
   phases.mark("lease_wait");
   std::unique_ptr<CallClock> clock;

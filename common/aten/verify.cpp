@@ -9,6 +9,7 @@
 #include "aten/tensors.h"
 #include "util/atomic_file.h"
 #include "runner/protocol.h"
+#include "timing/lease.h"
 
 namespace ca {
 namespace {
@@ -50,6 +51,11 @@ std::expected<Json, std::string> verify_candidate(const Json& task, const Json& 
   std::vector<RunnerCall> calls;
   for (size_t i = 0; i < seeds.size(); ++i) calls.push_back({seeds[i], i % 2 == 1});
   RunnerOptions runner{options.build.backend, options.limits, options.runner, options.num_threads};
+  // Shared: trials may run together, but not while a profile times on the device (a spinning trial would skew it).
+  // Held to the end, through the reference runs. The build above happens outside it.
+  auto lease = DeviceLease::acquire(options.build.backend == Backend::cuda ? "cuda0" : "cpu", options.lock_dir,
+                                    LeaseMode::shared);
+  if (!lease) return Error(lease.error());
   auto ran = run_in_runner(*program, *shapes, built->library, calls, runner);
   if (!ran) return Error(ran.error());
   if (!ran->load_error.empty()) {

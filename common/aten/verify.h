@@ -1,6 +1,7 @@
 // ca-verify's judgement of one candidate (DESIGN §6): build it, run it in the
 // sandboxed runner on fresh inputs from secret seeds, and compare every output
-// with the reference interpreter's, which never leaves this process.
+// with the reference interpreter's, which never leaves this process. Running
+// holds the device's lease shared, so it waits while ca-profile times there.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,7 @@ struct VerifyOptions {
   std::optional<uint64_t> seed;  // reproduce a run; by default trial seeds come from std::random_device
   std::string runner;            // path of ca-runner; default: beside this executable
   int num_threads = 1;
+  std::string lock_dir;          // for the device lease; "" = $CA_LOCK_DIR or /tmp
 };
 
 /// Returns the `verify` object for `candidate` ({files, backend}) against

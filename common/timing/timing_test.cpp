@@ -3,8 +3,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -43,27 +46,103 @@ TEST(SpeedOfLightTest, FloorIsBytesOverBandwidth) {
   EXPECT_TRUE(device_description(Backend::cpu, 0).starts_with("cpu"));
 }
 
-TEST(LeaseTest, ASecondHolderWaitsUntilTheFirstLetsGo) {
-  std::string dir = "/tmp/ca-lease-XXXXXX";
-  ASSERT_NE(mkdtemp(dir.data()), nullptr);
-  auto first = DeviceLease::acquire("cpu", dir);
-  ASSERT_TRUE(first) << first.error();
-  EXPECT_FALSE(first->waited());
-  // flock belongs to an open file description, so a second acquire in this process contends like another job.
-  std::atomic<bool> acquired = false, waited = false;
-  std::thread second([&] {
-    auto lease = DeviceLease::acquire("cpu", dir);
-    waited = lease && lease->waited();
-    acquired = lease.has_value();
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_FALSE(acquired) << "the second holder did not wait";
-  { DeviceLease released = std::move(*first); }
-  second.join();
-  EXPECT_TRUE(acquired);
-  EXPECT_TRUE(waited);
-  EXPECT_TRUE(remove_tree(dir));
-  EXPECT_FALSE(DeviceLease::acquire("cpu", dir + "/missing")) << "a lock that cannot be made is an error";
+// A thread holding a lease of its own (its own descriptor, so it contends like another job) until told to let go.
+class Holder {
+ public:
+  Holder(const std::string& dir, LeaseMode mode, std::atomic<int>& order) : m_thread([this, dir, mode, &order] {
+      auto lease = DeviceLease::acquire("cpu", dir, mode);
+      if (!lease) return;
+      waited = lease->waited();
+      acquired_as = ++order;
+      while (!m_release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }) {}
+  ~Holder() {
+    let_go();
+    join();
+  }
+  void let_go() { m_release = true; }
+  void join() {
+    if (m_thread.joinable()) m_thread.join();
+  }
+  std::atomic<int> acquired_as = 0;  // 1 for the first holder to acquire, 2 for the next...; 0 while waiting
+  std::atomic<bool> waited = false;
+
+ private:
+  std::atomic<bool> m_release = false;
+  std::thread m_thread;  // last: it starts once the fields above exist
+};
+
+// Waits for what is expected to happen soon, with a generous limit so that a slow machine does not fail the test.
+bool eventually(const std::function<bool()>& done) {
+  for (int i = 0; i < 10000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return done();
+}
+
+// Time for a thread to reach the point where it blocks. A lease that waits passes whatever the machine's speed.
+void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }
+
+class LeaseTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_NE(mkdtemp(m_dir.data()), nullptr); }
+  // All let go before any is joined: a test that failed midway may leave holders queued behind each other.
+  void TearDown() override {
+    for (auto& holder : m_holders) holder->let_go();
+    for (auto& holder : m_holders) holder->join();
+    EXPECT_TRUE(remove_tree(m_dir));
+  }
+  Holder& hold(LeaseMode mode) { return *m_holders.emplace_back(std::make_unique<Holder>(m_dir, mode, m_order)); }
+  // A holder in `second` mode asks while one in `first` mode holds the lease: it gets it once the first lets go.
+  void expect_second_waits(LeaseMode first_mode, LeaseMode second_mode) {
+    Holder& first = hold(first_mode);
+    ASSERT_TRUE(eventually([&] { return first.acquired_as == 1; }));
+    EXPECT_FALSE(first.waited);
+    Holder& second = hold(second_mode);
+    settle();
+    EXPECT_EQ(second.acquired_as, 0) << "the second holder did not wait for the first";
+    first.let_go();
+    ASSERT_TRUE(eventually([&] { return second.acquired_as != 0; }));
+    EXPECT_TRUE(second.waited);
+  }
+  std::string m_dir = "/tmp/ca-lease-XXXXXX";
+  std::atomic<int> m_order = 0;
+  std::vector<std::unique_ptr<Holder>> m_holders;
+};
+
+TEST_F(LeaseTest, ASecondHolderWaitsUntilTheFirstLetsGo) {
+  expect_second_waits(LeaseMode::exclusive, LeaseMode::exclusive);
+  EXPECT_FALSE(DeviceLease::acquire("cpu", m_dir + "/missing")) << "a lock that cannot be made is an error";
+}
+
+TEST_F(LeaseTest, AnExclusiveHolderWaitsForASharedOne) { expect_second_waits(LeaseMode::shared, LeaseMode::exclusive); }
+
+TEST_F(LeaseTest, ASharedHolderWaitsForAnExclusiveOne) { expect_second_waits(LeaseMode::exclusive, LeaseMode::shared); }
+
+TEST_F(LeaseTest, SharedHoldersCoexist) {
+  Holder& first = hold(LeaseMode::shared);
+  ASSERT_TRUE(eventually([&] { return first.acquired_as == 1; }));
+  Holder& second = hold(LeaseMode::shared);
+  EXPECT_TRUE(eventually([&] { return second.acquired_as == 2; })) << "a second shared holder waited for the first";
+  EXPECT_FALSE(second.waited);
+}
+
+// Writer priority: a stream of verify jobs must not keep a profile from ever timing.
+TEST_F(LeaseTest, AWaitingExclusiveHolderGoesBeforeALaterSharedOne) {
+  Holder& early = hold(LeaseMode::shared);
+  ASSERT_TRUE(eventually([&] { return early.acquired_as == 1; }));
+  Holder& exclusive = hold(LeaseMode::exclusive);
+  settle();
+  ASSERT_EQ(exclusive.acquired_as, 0);
+  Holder& late = hold(LeaseMode::shared);
+  settle();
+  EXPECT_EQ(late.acquired_as, 0) << "a shared holder overtook the waiting exclusive one";
+  early.let_go();
+  ASSERT_TRUE(eventually([&] { return exclusive.acquired_as != 0; }));
+  settle();
+  EXPECT_EQ(late.acquired_as, 0) << "a shared holder got in beside the exclusive one";
+  exclusive.let_go();
+  ASSERT_TRUE(eventually([&] { return late.acquired_as != 0; }));
+  EXPECT_LT(exclusive.acquired_as, late.acquired_as);
+  EXPECT_TRUE(late.waited);
 }
 
 TEST(RemoveTreeTest, RemovesNestedFilesAndLinksWithoutFollowingThem) {

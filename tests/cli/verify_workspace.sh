@@ -1,7 +1,9 @@
 # An agent's loop: make a workspace, write a kernel, run plain ca-verify
-# there, read [PASS]/[FAIL] lines; symlinks in kernels/ are refused.
+# there, read [PASS]/[FAIL] lines; symlinks in kernels/ are refused; trials
+# wait while a profile holds the device's lease.
 . "$(dirname "$0")/lib.bash"
 dir=$CA_SOURCE_DIR/examples/candidates/cpu
+export CA_LOCK_DIR=$WORK
 
 run "$CA_BIN/ca-sandbox" create "$dir/tasks.jsonl" --dir "$WORK/ws" --id example/relu_rand
 expect_code 0
@@ -15,6 +17,32 @@ cp "$dir/relu_rand__correct.cpp" "$ws/kernels/relu.cpp"
 run "$CA_BIN/ca-verify" --workspace "$ws"
 expect_code 0; expect_stdout "[PASS] compare: 5 trials"
 grep -q FAIL "$WORK/stdout" && fail "a correct kernel printed FAIL"
+
+# The lease (timing/lease.h): trials wait while a profile holds the device exclusive...
+start=$(date +%s)
+flock "$WORK/cuda-agent-cpu.lock" sleep 4 &
+sleep 0.5
+run "$CA_BIN/ca-verify" --workspace "$ws"
+expect_code 0
+[ $(($(date +%s) - start)) -ge 4 ] || fail "ca-verify did not wait for a profile's lease"
+wait
+# ...but not for another verify job, which holds it shared (a wait would never end: this shell holds it).
+exec 9>"$WORK/cuda-agent-cpu.lock"
+flock -s 9
+run timeout -k 5 60 "$CA_BIN/ca-verify" --workspace "$ws"
+expect_code 0
+# A verify job waiting for the device still stops when asked to.
+flock -u 9
+flock 9
+"$CA_BIN/ca-verify" --workspace "$ws" >/dev/null 2>"$WORK/stderr" &
+pid=$!
+sleep 1
+kill -TERM "$pid"
+timeout -k 5 10 tail --pid="$pid" -f /dev/null || fail "ca-verify did not stop while waiting for the lease"
+wait "$pid"
+code=$?
+expect_code 130; expect_stderr "interrupted while waiting for the device"
+exec 9>&-
 
 cp "$dir/relu_rand__identity.cpp" "$ws/kernels/relu.cpp"
 run "$CA_BIN/ca-verify" --workspace "$ws"
