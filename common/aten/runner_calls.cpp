@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <climits>
+#include <cmath>
 #include <chrono>
 #include <cerrno>
 #include <cstdlib>
@@ -188,6 +189,12 @@ std::optional<CallFailure> call_failure(const RunnerOutcome& outcome, size_t ind
   const SandboxResult& ran = outcome.sandbox;
   if (!call.report) {
     if (ran.timed_out) return CallFailure{"timeout", label + " did not finish within " + std::to_string(int(options.limits.wall_s)) + " s"};
+    // The CPU limit is a time limit too (the tools set both from --timeout). A single-threaded spin reaches it first
+    // when the supervisor wakes late on a loaded machine, and then it is the same hang.
+    if (ran.limit_hit == "cpu") {
+      std::string limit = std::to_string(int(std::ceil(options.limits.cpu_s)));
+      return CallFailure{"timeout", label + " did not finish within " + limit + " s of CPU time"};
+    }
     std::string message = label + " crashed: " +
                           (ran.signal ? "killed by signal " + std::to_string(ran.signal) : "exit status " + std::to_string(ran.exit_code)) +
                           (ran.limit_hit.empty() ? "" : " (" + ran.limit_hit + " limit)");

@@ -52,6 +52,10 @@ TEST(CallFailureTest, EachReportedProblemHasItsStage) {
   RunnerOutcome hung = outcome_of(std::nullopt);
   hung.sandbox.timed_out = true;
   EXPECT_EQ(stage_of(hung), "timeout");
+  RunnerOutcome spun = outcome_of(std::nullopt);  // SIGXCPU before the wall clock ran out
+  spun.sandbox.signal = 24;
+  spun.sandbox.limit_hit = "cpu";
+  EXPECT_EQ(stage_of(spun), "timeout");
 }
 
 }  // namespace
