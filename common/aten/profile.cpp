@@ -75,8 +75,9 @@ std::expected<Timed, std::string> time_in_process(const Method& method, const Pr
     if (!outputs) return Error(outputs.error());
     if (i > 0) timed.times.push_back(counted_us(sample));  // the round's first call warms up
     // Copies, kept on the device where comparing them is cheap: the method's own outputs are freed as they would be
-    // in a user's loop, so the next call gets that memory back (cuda's caching allocator, the heap on cpu) rather
-    // than paying for fresh pages inside its timed region.
+    // in a user's loop, so the next call gets that memory back (cuda's caching allocator; on cpu the caching
+    // allocator ca-profile installs, aten/cpu_caching_allocator.h) rather than paying for fresh pages inside its
+    // timed region.
     std::vector<at::Tensor> kept;
     for (const auto& output : *outputs) kept.push_back(output.clone());
     timed.outputs.push_back(std::move(kept));
