@@ -15,13 +15,19 @@
   by more than 20 us + 20%;
 - the outputs are held until the clocks stop, then cloned (the copies kept until the round ends, where
   ca-profile compares them) and freed, as ca-profile frees them;
-- grad mode as in C++ (on; nothing requires grad), the intra-op threads of --threads.
+- grad mode as in C++ (on; nothing requires grad), the intra-op threads of --threads;
+- cpu: ATen's CPU tensors come from ca-profile's caching allocator (common/aten/cpu_caching_allocator.h, loaded
+  from the shared library of target ca_cpu_allocator, --cpu-allocator), so outputs land on memory earlier calls
+  freed and no timed call pays for fresh pages; with glibc's allocator some calls do and some do not
+  (bench/RESULTS.md). On cuda both sides use PyTorch's caching allocator already.
 
 Prints one JSON line per task: {"id", "eager_us", "count"}.
 
     python eager_torch.py TASKS.jsonl --device cpu|cuda [--min-ms 100] [--rounds 5] [--threads 1]
+                          [--cpu-allocator build/lib/libca_cpu_allocator.so | none]
 """
 import argparse
+import ctypes
 import json
 import math
 import os
@@ -36,6 +42,8 @@ from compile_task import DTYPES, convert, fixed_list, resolve_op  # noqa: E402  
 
 ROUND_OUTPUT_BYTES = 512 << 20  # k_round_output_bytes
 MAX_CALLS = 200  # ca-profile --max-calls
+DEFAULT_CPU_ALLOCATOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "lib",
+                                     "libca_cpu_allocator.so")
 
 
 def is_ref(value):
@@ -218,6 +226,20 @@ def time_program(program, device, min_ms, rounds):
     return statistics.median(times), len(times)
 
 
+def install_cpu_allocator(path):
+    """Makes ca-profile's caching allocator ATen's CPU allocator in this process, and checks that torch's tensors
+    come from it (the library must bind the libc10 this torch loaded)."""
+    library = ctypes.CDLL(path)
+    library.ca_cpu_caching_allocator_live_bytes.restype = ctypes.c_size_t
+    if library.ca_install_cpu_caching_allocator() != 0:
+        sys.exit(f"eager_torch.py: {path}: c10 kept another CPU allocator")
+    before = library.ca_cpu_caching_allocator_live_bytes()
+    probe = torch.empty(1 << 20, dtype=torch.uint8)
+    if library.ca_cpu_caching_allocator_live_bytes() < before + probe.numel():
+        sys.exit(f"eager_torch.py: {path}: installed, but torch does not allocate through it (another libc10?)")
+    del probe
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tasks")
@@ -225,7 +247,15 @@ def main():
     parser.add_argument("--min-ms", type=float, default=100)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--cpu-allocator", default=os.environ.get("CA_CPU_ALLOCATOR", DEFAULT_CPU_ALLOCATOR),
+                        help="cpu: the ca_cpu_allocator shared library ($CA_CPU_ALLOCATOR, default: the build tree's), "
+                             "or none for glibc's allocator (not what ca-profile times with)")
     args = parser.parse_args()
+    if args.device == "cpu" and args.cpu_allocator != "none":
+        if not os.path.exists(args.cpu_allocator):
+            sys.exit(f"eager_torch.py: {args.cpu_allocator}: no such file; build the ca_cpu_allocator target or pass "
+                     "--cpu-allocator PATH (none: glibc's allocator)")
+        install_cpu_allocator(args.cpu_allocator)
     torch.set_num_threads(args.threads)
     for line in open(args.tasks):
         task = json.loads(line)

@@ -6,6 +6,7 @@
 #   3. eager from the C++ interpreter (ca-profile) against PyTorch eager (bench/eager_torch.py), same method.
 # Usage: bench/run.sh cpu|cuda [OUT_DIR]. Writes OUT_DIR/results.md (and the raw records) and prints it.
 # CA_BIN defaults to build/bin (build-gpu/bin for cuda), CA_PYTHON to .venv/bin/python, else python3;
+# CA_CPU_ALLOCATOR to CA_BIN/../lib/libca_cpu_allocator.so (cpu: eager_torch.py allocates through it, as ca-profile);
 # BENCH_PROFILE_FLAGS go to every ca-profile (e.g. --no-compile, when the compiled baseline is not the question).
 set -uo pipefail
 backend=${1:?usage: bench/run.sh cpu|cuda [OUT_DIR]}
@@ -86,6 +87,7 @@ PY
   echo "$id $(python3 -c 'import json,sys; print(sum(json.loads(l).get("profile", {}).get("ok", False) for l in open(sys.argv[1])))' "$scratch/batch_out.jsonl") ${BATCH:-4} $(python3 -c "print(round($end - $start, 3))")" >>"$out/batch.txt"
 done <"$out/candidates.jsonl"
 
+export CA_CPU_ALLOCATOR=${CA_CPU_ALLOCATOR:-$bin/../lib/libca_cpu_allocator.so}
 "$python" "$root/bench/eager_torch.py" "$tasks" --device "$backend" >"$out/eager_torch.jsonl" 2>>"$out/stderr.log"
 
 python3 - "$out" "$backend" "$warm_seconds" <<'PY' | tee "$out/results.md"
