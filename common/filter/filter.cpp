@@ -11,6 +11,7 @@
 #include "aten/runner_calls.h"
 #include "aten/task_check.h"
 #include "aten/tensors.h"
+#include "timing/lease.h"
 #include "util/json_field.h"
 
 namespace ca {
@@ -222,6 +223,11 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
   uint64_t task_seed = record.contains("seed") && record["seed"].is_number_unsigned() ? record["seed"].get<uint64_t>() : 0;
   const uint64_t seed = task_seed + m_options.seed;
   auto run = [&](const std::vector<at::Tensor>& tensors) { return interpreter->run(tensors); };
+
+  // Shared, as ca-verify's: the runs and the timing below use the device, and must not share it with a profile's
+  // timing (which would skew both), while other filter and verify jobs may run beside them.
+  auto lease = DeviceLease::acquire(device.is_cuda() ? "cuda0" : "cpu", m_options.lock_dir, LeaseMode::shared);
+  if (!lease) return std::unexpected(lease.error());
 
   // Deterministic: two runs on the same (separately made) inputs agree bit for bit.
   Trial a{make_tensors(*program, seed, device), {}};

@@ -64,6 +64,7 @@ struct FilterOptions {
   // noise_output: the share of the tolerance the reference's own rounding may use (0: no check). At 0.5 a correct
   // candidate whose rounding error is as large as the reference's still passes (the two errors add up to 1).
   double rounding_share = 0.5;
+  std::string lock_dir;         // for the device lease; "" = $CA_LOCK_DIR or /tmp
 };
 
 /// The reference's rounding error as verification sees it: `exact` (a float64 run) rounded to `ref`'s dtype, judged

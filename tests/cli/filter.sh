@@ -4,7 +4,7 @@
 # passes, a near-constant one (mean control), a passthrough, an output that is
 # float32 rounding noise (noise-output), a random op, NaN,
 # a program that does not run, a duplicate, a near-duplicate, a task like the
-# reference set; the runtime window; and the failure paths.
+# reference set; the runtime window; the device lease; and the failure paths.
 . "$(dirname "$0")/lib.bash"
 filter=$CA_BIN/ca-filter
 tasks=$CA_SOURCE_DIR/examples/filter/tasks.jsonl
@@ -47,6 +47,16 @@ for line in open(sys.argv[1]):
     assert r["meta"]["eager_ms"] > 0 and r["filter"]["device"] == "cpu" and "reject" not in r, r
     assert 0 <= r["filter"]["rounding"] < 1e-5, r  # float32 rounding of a float64 run: a few ulps
 PY
+
+# Judging holds the device's lease shared (timing/lease.h): it waits while a profile holds it exclusive.
+export CA_LOCK_DIR=$WORK
+start=$(date +%s)
+flock "$WORK/cuda-agent-cpu.lock" sleep 8 &  # longer than judging the task takes alone
+sleep 0.5
+run "$filter" --min-ms 0 -o "$WORK/one.jsonl" <(grep -m1 '"filter/linear_gelu"' "$tasks")
+expect_code 0
+[ $(($(date +%s) - start)) -ge 8 ] || fail "ca-filter did not wait for a profile's lease"
+wait
 
 # Without --reference ReLU alone is kept; the examples' outputs are what the documented command makes (modulo times).
 run "$filter" --min-ms 0 "$tasks"
