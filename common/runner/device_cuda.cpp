@@ -122,23 +122,27 @@ class CudaDevice final : public Device {
   }
 
   // Into pinned memory kept across calls: a fresh pageable buffer each call costs page faults and a staged copy.
+  // Where that much cannot be pinned, into pageable memory, as before.
   std::expected<std::span<const uint8_t>, RunError> read(const void* data, size_t bytes) override {
     if (bytes == 0) return std::span<const uint8_t>();
-    if (bytes > m_staging_bytes) {
+    if (bytes > m_staging_bytes && bytes > m_pageable.size()) {
       cudaFreeHost(m_staging);
       m_staging = nullptr;
       m_staging_bytes = 0;
-      if (cudaError_t error = cudaMallocHost(&m_staging, bytes); error != cudaSuccess) {
+      if (cudaMallocHost(&m_staging, bytes) == cudaSuccess) {
+        m_staging_bytes = bytes;
+      } else {
         cudaGetLastError();
-        return Error({RunFailure::io_error, "cudaMallocHost of " + std::to_string(bytes) + " bytes: " + describe(error)});
+        m_staging = nullptr;
+        m_pageable.resize(bytes);
       }
-      m_staging_bytes = bytes;
     }
-    if (cudaError_t error = cudaMemcpy(m_staging, data, bytes, cudaMemcpyDeviceToHost); error != cudaSuccess) {
+    void* host = bytes <= m_staging_bytes ? m_staging : m_pageable.data();
+    if (cudaError_t error = cudaMemcpy(host, data, bytes, cudaMemcpyDeviceToHost); error != cudaSuccess) {
       return Error({RunFailure::context_lost,
                     "copying " + std::to_string(bytes) + " bytes back from the device: " + describe(error)});
     }
-    return std::span<const uint8_t>(static_cast<const uint8_t*>(m_staging), bytes);
+    return std::span<const uint8_t>(static_cast<const uint8_t*>(host), bytes);
   }
 
   std::expected<void, RunError> before_call() override {
@@ -264,6 +268,7 @@ class CudaDevice final : public Device {
   std::unordered_map<const void*, uint64_t> m_file_hashes;  // this call's file-init inputs, as copied
   void* m_staging = nullptr;  // pinned host memory for read()
   size_t m_staging_bytes = 0;
+  std::vector<uint8_t> m_pageable;  // read()'s fallback when pinning fails
 };
 
 }  // namespace
