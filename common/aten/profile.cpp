@@ -196,6 +196,9 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   Method eager = [&](const std::vector<at::Tensor>& inputs) { return interpreter->run(inputs); };
   Method compiled_run = [&](const std::vector<at::Tensor>& inputs) { return compiled->run(inputs); };
   RunnerOptions runner{backend, options.limits, options.runner, options.num_threads};
+  // One sandboxed runner for every round: the sandbox, the device and the library start once (runner_calls.h).
+  auto session = RunnerSession::open(*program, *shapes, built->library, runner, options.rounds);
+  if (!session) return Error(session.error());
   SeedSource source(options.seed);
   std::vector<double> times[3];  // candidate, eager, compile
   size_t checked = 0;
@@ -212,7 +215,7 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
       if (which == 0) {
         std::vector<RunnerCall> runner_calls;
         for (uint64_t seed : seeds) runner_calls.push_back({seed, false});
-        auto ran = run_in_runner(*program, *shapes, built->library, runner_calls, runner);
+        auto ran = session->run(runner_calls);
         if (!ran) return Error(ran.error());
         if (!ran->load_error.empty()) return failed(profile, "load", ran->load_error);
         candidate_run = std::move(*ran);
@@ -238,7 +241,9 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
     at::set_num_threads(int(std::max(1u, std::thread::hardware_concurrency())));
     for (size_t i = 0; i < seeds.size(); ++i) {
       std::string call = label + ", call " + std::to_string(i + 1);
-      if (auto failure = call_failure(*candidate_run, i, call, runner)) return failed(profile, failure->stage, failure->message);
+      if (auto failure = call_failure(*candidate_run, i, call, session->options())) {
+        return failed(profile, failure->stage, failure->message);
+      }
       const auto& reference = eager_run->outputs[i];
       for (size_t k = 0; k < reference.size(); ++k) {
         Comparison c = compare_output(candidate_run->calls[i].outputs[k], reference[k], options.tolerance);
@@ -268,6 +273,9 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
       calls = std::clamp(int(std::min(std::ceil(per_round / slowest), by_memory)), 2, options.max_calls);
     }
   }
+
+  session->finish();
+  phases.mark("runner");
 
   Stats candidate_stats = stats_of(times[0]), eager_stats = stats_of(times[1]), compile_stats = stats_of(times[2]);
   bool has_compile = compiled.has_value() && compile_stats.count > 0;

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <filesystem>
 #include <sstream>
+#include <utility>
 
 #include "aten/tensors.h"
 #include "ir/tensor_init.h"
@@ -123,49 +124,73 @@ Program with_signed_inputs(const Program& program) {
   return copy;
 }
 
-std::expected<RunnerOutcome, std::string> run_in_runner(const Program& program, const std::vector<TensorShape>& shapes,
-                                                        const std::string& library, const std::vector<RunnerCall>& calls,
-                                                        const RunnerOptions& options) {
-  // The runner reads run_dir (its request) and may write only run_dir/io, which the sandbox hands to its
-  // unprivileged user.
-  std::string run_dir = (std::filesystem::temp_directory_path() / "ca-run-XXXXXX").string();
-  if (mkdtemp(run_dir.data()) == nullptr || chmod(run_dir.c_str(), 0755) != 0) return Error("cannot create a run directory under /tmp");
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() { remove_tree(dir); }
-  } cleanup{run_dir};
-  std::string io_dir = run_dir + "/io";
-  std::error_code ec;
-  if (!std::filesystem::create_directory(io_dir, ec)) return Error("cannot create " + io_dir);
+namespace {
 
-  std::string runner = options.runner.empty() ? default_runner() : options.runner;
-  std::string request_path = run_dir + "/request.json";
+// A run directory: the runner reads `dir` (its requests) and may write only `io`, which the sandbox hands to its
+// unprivileged user. Removed with everything in it when this goes.
+struct RunDir {
+  std::string dir, io;
+  RunDir() = default;
+  RunDir(RunDir&& other) noexcept : dir(std::exchange(other.dir, "")), io(std::move(other.io)) {}
+  RunDir& operator=(RunDir&&) = delete;
+  ~RunDir() {
+    if (!dir.empty()) remove_tree(dir);
+  }
+};
+
+// What every runner invocation shares: the run directory, the program with absolute file paths, and the sandbox
+// (argv still to be set) that may read the runner, the library and the param files.
+struct RunnerSetup {
+  RunDir run_dir;
+  Program program;
+  std::string runner;
+  SandboxSpec spec;
+};
+
+std::expected<RunnerSetup, std::string> set_up(const Program& program, const std::string& library, const RunnerOptions& options) {
+  RunnerSetup setup;
+  std::string dir = (std::filesystem::temp_directory_path() / "ca-run-XXXXXX").string();
+  if (mkdtemp(dir.data()) == nullptr) return Error("cannot create a run directory under /tmp");
+  setup.run_dir.dir = dir;
+  if (chmod(dir.c_str(), 0755) != 0) return Error("cannot create a run directory under /tmp");
+  setup.run_dir.io = dir + "/io";
+  std::error_code ec;
+  if (!std::filesystem::create_directory(setup.run_dir.io, ec)) return Error("cannot create " + setup.run_dir.io);
   auto absolute = with_absolute_files(program);
   if (!absolute) return Error(absolute.error());
-  auto written = write_file_atomic(request_path, runner_request(*absolute, shapes, library, calls, io_dir, options).dump());
+  setup.program = std::move(*absolute);
+  setup.runner = options.runner.empty() ? default_runner() : options.runner;
+  setup.spec.workdir = dir;
+  setup.spec.writable = {setup.run_dir.io};
+  setup.spec.readable = {setup.runner, library};
+  for (const auto& file : param_files(setup.program)) setup.spec.readable.push_back(file);
+  setup.spec.gpu = options.backend == Backend::cuda;
+  setup.spec.limits = options.limits;
+  return setup;
+}
+
+// Writes the request for `calls` (outputs to io_dir) to `path`, readable by the sandbox's unprivileged user.
+std::expected<void, std::string> write_request(const std::string& path, const RunnerSetup& setup, const std::vector<TensorShape>& shapes,
+                                               const std::string& library, const std::vector<RunnerCall>& calls,
+                                               const std::string& io_dir, const RunnerOptions& options) {
+  auto written = write_file_atomic(path, runner_request(setup.program, shapes, library, calls, io_dir, options).dump());
   if (!written) return Error(written.error());
-  chmod(request_path.c_str(), 0644);  // the runner reads it as the sandbox's unprivileged user
+  chmod(path.c_str(), 0644);
+  return {};
+}
 
-  SandboxSpec spec;
-  spec.argv = {runner, request_path};
-  spec.workdir = run_dir;
-  spec.writable = {io_dir};
-  spec.readable = {runner, library};
-  for (const auto& file : param_files(*absolute)) spec.readable.push_back(file);
-  spec.gpu = options.backend == Backend::cuda;
-  spec.limits = options.limits;
-  auto started = std::chrono::steady_clock::now();
-  auto ran = run_sandboxed(spec);
-  auto elapsed = std::chrono::steady_clock::now() - started;
-  if (!ran) return Error(ran.error());
+double microseconds(std::chrono::steady_clock::duration elapsed) {
+  return double(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()) / 1000.0;
+}
 
-  RunnerOutcome outcome;
-  outcome.sandbox = std::move(*ran);
-  outcome.elapsed_us = double(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()) / 1000.0;
-  auto reports = read_reports(io_dir + "/" + std::string(k_results_file), calls.size(), outcome.load_error);
+// Fills the outcome's calls from what the runner left in io_dir, and marks the reports untrusted when they sum past
+// outcome.elapsed_us.
+std::expected<void, std::string> collect(RunnerOutcome& outcome, const std::string& io_dir, const std::vector<TensorShape>& shapes,
+                                         size_t calls) {
+  auto reports = read_reports(io_dir + "/" + std::string(k_results_file), calls, outcome.load_error);
   if (!reports) return Error(reports.error());
   double reported_us = 0;
-  for (size_t i = 0; i < calls.size(); ++i) {
+  for (size_t i = 0; i < calls; ++i) {
     RunnerCallResult result;
     result.report = (*reports)[i];
     if (result.report && result.report->ok()) {
@@ -180,7 +205,133 @@ std::expected<RunnerOutcome, std::string> run_in_runner(const Program& program, 
     outcome.untrusted = "the runner reported " + std::to_string(int64_t(reported_us)) + " us of calls in an invocation of " +
                         std::to_string(int64_t(outcome.elapsed_us)) + " us, so its reports were tampered with";
   }
+  return {};
+}
+
+// How long a session's runner gets to exit after its stdin closes.
+constexpr double k_session_exit_s = 10;
+
+}  // namespace
+
+std::expected<RunnerOutcome, std::string> run_in_runner(const Program& program, const std::vector<TensorShape>& shapes,
+                                                        const std::string& library, const std::vector<RunnerCall>& calls,
+                                                        const RunnerOptions& options) {
+  auto setup = set_up(program, library, options);
+  if (!setup) return Error(setup.error());
+  std::string request_path = setup->run_dir.dir + "/request.json";
+  if (auto written = write_request(request_path, *setup, shapes, library, calls, setup->run_dir.io, options); !written) {
+    return Error(written.error());
+  }
+  setup->spec.argv = {setup->runner, request_path};
+  auto started = std::chrono::steady_clock::now();
+  auto ran = run_sandboxed(setup->spec);
+  auto elapsed = std::chrono::steady_clock::now() - started;
+  if (!ran) return Error(ran.error());
+
+  RunnerOutcome outcome;
+  outcome.sandbox = std::move(*ran);
+  outcome.elapsed_us = microseconds(elapsed);
+  if (auto collected = collect(outcome, setup->run_dir.io, shapes, calls.size()); !collected) return Error(collected.error());
   return outcome;
+}
+
+struct RunnerSession::State {
+  RunnerSetup setup;
+  std::vector<TensorShape> shapes;
+  std::string library;
+  RunnerOptions options;                  // limits.cpu_s: the whole session's
+  std::optional<SandboxSession> sandbox;  // from the first run until the runner ends
+  std::optional<SandboxResult> ended;     // how the runner ended, once it did
+  int rounds = 0;                         // run() calls so far
+};
+
+RunnerSession::RunnerSession(std::unique_ptr<State> state) : m_state(std::move(state)) {}
+RunnerSession::RunnerSession(RunnerSession&&) noexcept = default;
+RunnerSession::~RunnerSession() {
+  if (m_state) finish();
+}
+
+std::expected<RunnerSession, std::string> RunnerSession::open(const Program& program, const std::vector<TensorShape>& shapes,
+                                                              const std::string& library, const RunnerOptions& options,
+                                                              int rounds) {
+  RunnerOptions session_options = options;
+  session_options.limits.cpu_s = options.limits.cpu_s * std::max(1, rounds);
+  auto setup = set_up(program, library, session_options);
+  if (!setup) return Error(setup.error());
+  setup->spec.argv = {setup->runner, "--serve"};
+  auto state = std::unique_ptr<State>(new State{.setup = std::move(*setup),
+                                                .shapes = shapes,
+                                                .library = library,
+                                                .options = session_options,
+                                                .sandbox = std::nullopt,
+                                                .ended = std::nullopt,
+                                                .rounds = 0});
+  return RunnerSession(std::move(state));
+}
+
+const RunnerOptions& RunnerSession::options() const { return m_state->options; }
+
+std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<RunnerCall>& calls) {
+  State& s = *m_state;
+  const int round = s.rounds++;
+  // Each round has its own output directory, which the runner makes, so no file of an earlier round is read again.
+  const std::string io_dir = s.setup.run_dir.io + "/round-" + std::to_string(round);
+  const std::string request_path = s.setup.run_dir.dir + "/request-" + std::to_string(round) + ".json";
+  RunnerOutcome outcome;
+  if (s.ended) {  // a runner that died in an earlier round runs nothing more: every call is unreported
+    outcome.sandbox = *s.ended;
+    outcome.calls.resize(calls.size());
+    return outcome;
+  }
+  if (auto written = write_request(request_path, s.setup, s.shapes, s.library, calls, io_dir, s.options); !written) {
+    return Error(written.error());
+  }
+  // The first round's clock includes the sandbox's and the device's start-up, as one invocation's does.
+  auto started = std::chrono::steady_clock::now();
+  if (!s.sandbox) {
+    auto sandbox = SandboxSession::start(s.setup.spec);
+    if (!sandbox) return Error(sandbox.error());
+    s.sandbox = std::move(*sandbox);
+  }
+  s.sandbox->resume();
+  s.sandbox->send_line(request_path);
+  auto line = s.sandbox->wait_line(s.options.limits.wall_s);
+  auto elapsed = std::chrono::steady_clock::now() - started;
+  if (!line) {
+    s.sandbox.reset();
+    return Error(line.error());
+  }
+  std::string answer = line->value_or("");
+  if (line->has_value() && answer == "done") {
+    outcome.sandbox.exit_code = 0;  // still running; it has reported this round
+    // Stopped until the next round, so that nothing the candidate left running (a thread it made without
+    // pthread_create, say) takes the cores, or queues GPU work, while the baselines are timed.
+    s.sandbox->pause();
+  } else {
+    // It ended (crashed, exited, or was killed at the wall limit), or answered something else, which only a
+    // candidate writing to the runner's own stdout can make it do: either way the session is over.
+    auto result = s.sandbox->finish(k_session_exit_s);
+    s.sandbox.reset();
+    if (!result) return Error(result.error());
+    s.ended = *result;
+    outcome.sandbox = std::move(*result);
+  }
+  outcome.elapsed_us = microseconds(elapsed);
+  if (auto collected = collect(outcome, io_dir, s.shapes, calls.size()); !collected) return Error(collected.error());
+  if (line->has_value() && answer != "done" && outcome.untrusted.empty()) {
+    outcome.untrusted = "the runner answered \"" + answer.substr(0, 80) + "\" instead of \"done\", so its reports cannot be believed";
+  }
+  return outcome;
+}
+
+std::optional<SandboxResult> RunnerSession::finish() {
+  State& s = *m_state;
+  if (s.sandbox) {
+    auto result = s.sandbox->finish(k_session_exit_s);
+    s.sandbox.reset();
+    if (result) s.ended = *result;
+  }
+  return s.ended;
 }
 
 std::optional<CallFailure> call_failure(const RunnerOutcome& outcome, size_t index, const std::string& label,

@@ -1,10 +1,11 @@
-// One sandboxed ca-runner invocation for a built candidate, shared by ca-verify and ca-profile: seeds go in, the
-// runner's reports and each call's outputs come back. Both sides draw the inputs from the seeds themselves, and the
-// reference never leaves this process.
+// The sandboxed ca-runner for a built candidate: one invocation (run_in_runner, ca-verify) or one process serving
+// every round of a profile (RunnerSession, ca-profile). Seeds go in, the runner's reports and each call's outputs
+// come back. Both sides draw the inputs from the seeds themselves, and the reference never leaves this process.
 #pragma once
 
 #include <cstdint>
 #include <expected>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -40,7 +41,8 @@ struct RunnerOutcome {
   std::vector<RunnerCallResult> calls;  // one per requested call
   std::string load_error;               // the library could not be loaded
   SandboxResult sandbox;
-  double elapsed_us = 0;  // the whole invocation on this process's clock: the runner's times cannot sum past it
+  double elapsed_us = 0;  // the invocation (a session's: the round) on this process's clock; the runner's times
+                          // cannot sum past it
   std::string untrusted;  // why no report of this invocation can be believed; "" normally
 };
 
@@ -65,6 +67,40 @@ Program with_signed_inputs(const Program& program);
 std::expected<RunnerOutcome, std::string> run_in_runner(const Program& program, const std::vector<TensorShape>& shapes,
                                                         const std::string& library, const std::vector<RunnerCall>& calls,
                                                         const RunnerOptions& options);
+
+/// One sandboxed runner (ca-runner --serve) for all the rounds of a profile, so that the sandbox, the device and
+/// the library are set up once. Each run() is one request, answered as run_in_runner answers it: its outputs in a
+/// directory of its own (io/round-K), its elapsed_us from sending the request to reading the runner's "done", and
+/// its wall limit options.limits.wall_s (the first round's includes the start-up). RLIMIT_CPU counts the whole
+/// process, so the session's CPU limit is options.limits.cpu_s * rounds (options() has it). Buffers stay at fresh
+/// addresses across rounds: the runner keeps one Device. Between rounds the sandbox is paused (SIGSTOP), so nothing
+/// in it runs while the baselines are timed. When the runner crashes, is killed at the wall limit, or
+/// answers anything but "done", that round's outcome says so (sandbox, missing reports) and the session is over:
+/// later runs report every call missing, with the same sandbox result.
+class RunnerSession {
+ public:
+  /// Makes the run directory; the runner starts with the first run(). Fails as run_in_runner does.
+  static std::expected<RunnerSession, std::string> open(const Program& program, const std::vector<TensorShape>& shapes,
+                                                       const std::string& library, const RunnerOptions& options, int rounds);
+  RunnerSession(RunnerSession&&) noexcept;
+  RunnerSession& operator=(RunnerSession&&) = delete;
+  /// Finishes the runner if it still runs, and removes the run directory.
+  ~RunnerSession();
+
+  /// Runs `calls` as one round. Fails only when the harness fails (an unwritable request, no sandbox, unreadable
+  /// results, an interrupt).
+  std::expected<RunnerOutcome, std::string> run(const std::vector<RunnerCall>& calls);
+  /// Closes the runner's stdin and waits for it to exit (killing it after 10 s); how it ended, or nullopt when it
+  /// never started. Later runs report every call missing.
+  std::optional<SandboxResult> finish();
+  /// The options the session runs with (limits.cpu_s is the whole session's); call_failure takes these.
+  const RunnerOptions& options() const;
+
+ private:
+  struct State;
+  explicit RunnerSession(std::unique_ptr<State> state);
+  std::unique_ptr<State> m_state;
+};
 
 /// Why call `index` failed in the runner, or nullopt when it ran cleanly: stage "timeout" or "run", and a message
 /// that starts with `label` ("trial 2/5").

@@ -4,8 +4,11 @@
 #include "runner/run_candidate.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <bit>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -26,7 +29,6 @@ static_assert(int(DType::float32) == CA_FLOAT32 && int(DType::bfloat16) == CA_BF
               "ca_dtype must follow the IR's dtype order");
 
 using Error = std::unexpected<RunError>;
-using ForwardFn = int (*)(ca_context*, const ca_tensor*, int, ca_tensor*, int);
 
 // Scratch handed out through ctx->workspace during one call. The C callback has no closure, and ctx->harness is
 // writable by the candidate, so the callback finds the current call's device here instead.
@@ -244,10 +246,25 @@ std::expected<RunRequest, RunError> read_request(const std::string& path) {
   return *request;
 }
 
-std::expected<RunSummary, RunError> run_candidate(const RunRequest& request) {
-  // cuda: the context exists before the library loads, so nothing the library's initialisers do precedes it.
-  auto device = make_device(request);
-  if (!device) return Error(device.error());
+CandidateRunner::CandidateRunner() = default;
+CandidateRunner::~CandidateRunner() = default;
+
+std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& request) {
+  const bool first = m_device == nullptr;
+  if (first) {
+    // cuda: the context exists before the library loads, so nothing the library's initialisers do precedes it.
+    auto device = make_device(request);
+    if (!device) return Error(device.error());
+    m_device = std::move(*device);
+    m_first = request;
+    m_first.calls.clear();
+  } else if (request.library != m_first.library || request.backend != m_first.backend ||
+             request.device_index != m_first.device_index || request.num_threads != m_first.num_threads) {
+    return Error({RunFailure::bad_request, "this runner serves " + m_first.library + " (" + std::string(backend_name(m_first.backend)) +
+                                               " device " + std::to_string(m_first.device_index) + ", " +
+                                               std::to_string(m_first.num_threads) +
+                                               " threads); a request for another library or device needs another runner"});
+  }
   std::error_code ec;
   std::filesystem::create_directories(request.output_dir, ec);
   if (ec) return Error({RunFailure::io_error, request.output_dir + ": cannot create: " + ec.message()});
@@ -256,36 +273,38 @@ std::expected<RunSummary, RunError> run_candidate(const RunRequest& request) {
   std::unique_ptr<FILE, FileCloser> results(std::fopen(results_path.c_str(), "ae"));
   if (!results) return Error({RunFailure::io_error, results_path + ": cannot open: " + std::strerror(errno)});
 
-  // OpenMP reads this when the library's runtime starts, which dlopen may trigger; ctx->num_threads says it later.
-  setenv("OMP_NUM_THREADS", std::to_string(request.num_threads).c_str(), 1);
-  // A bare file name would be searched for on the library path instead of taken as given.
-  std::string library = request.library.find('/') == std::string::npos ? "./" + request.library : request.library;
-  void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  std::string load_error;
-  ForwardFn forward = nullptr;
-  if (handle == nullptr) {
-    const char* message = dlerror();
-    load_error = message != nullptr ? message : request.library + ": dlopen failed";
-  } else {
-    forward = reinterpret_cast<ForwardFn>(dlsym(handle, "ca_forward"));
-    if (forward == nullptr) {
-      load_error = request.library + ": no symbol ca_forward; the candidate must export extern \"C\" int ca_forward(...)";
+  if (first) {
+    // OpenMP reads this when the library's runtime starts, which dlopen may trigger; ctx->num_threads says it later.
+    setenv("OMP_NUM_THREADS", std::to_string(request.num_threads).c_str(), 1);
+    // A bare file name would be searched for on the library path instead of taken as given.
+    std::string library = request.library.find('/') == std::string::npos ? "./" + request.library : request.library;
+    void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    std::string load_error;
+    if (handle == nullptr) {
+      const char* message = dlerror();
+      load_error = message != nullptr ? message : request.library + ": dlopen failed";
     } else {
-      watch_launches_from(reinterpret_cast<const void*>(forward));
+      m_forward = reinterpret_cast<ForwardFn>(dlsym(handle, "ca_forward"));
+      if (m_forward == nullptr) {
+        load_error = request.library + ": no symbol ca_forward; the candidate must export extern \"C\" int ca_forward(...)";
+      } else {
+        watch_launches_from(reinterpret_cast<const void*>(m_forward));
+      }
+    }
+    if (!load_error.empty()) {
+      auto written = append_line(results.get(), load_failed_event(load_error), results_path);
+      if (!written) return Error(written.error());
+      return Error({RunFailure::load_failed, load_error});
     }
   }
-  if (!load_error.empty()) {
-    auto written = append_line(results.get(), load_failed_event(load_error), results_path);
-    if (!written) return Error(written.error());
-    return Error({RunFailure::load_failed, load_error});
-  }
-  // The library stays loaded until exit: unloading could run code of a candidate that left threads behind.
+  // The library stays loaded until exit: unloading could run code of a candidate that left threads behind. Every
+  // request's results say it is loaded, so each results.jsonl reads as a runner's whole run.
   if (auto written = append_line(results.get(), loaded_event(), results_path); !written) return Error(written.error());
 
   RunSummary summary;
   for (size_t i = 0; i < request.calls.size(); ++i) {
     if (interrupted()) return Error({RunFailure::interrupted, "interrupted before call " + std::to_string(i)});
-    auto run = run_call(request, i, forward, **device);
+    auto run = run_call(request, i, m_forward, *m_device);
     if (!run) return Error(run.error());
     if (auto written = append_line(results.get(), to_json(run->report), results_path); !written) return Error(written.error());
     ++summary.calls;
@@ -296,6 +315,49 @@ std::expected<RunSummary, RunError> run_candidate(const RunRequest& request) {
     }
   }
   return summary;
+}
+
+std::expected<RunSummary, RunError> run_candidate(const RunRequest& request) {
+  CandidateRunner runner;
+  return runner.run(request);
+}
+
+std::expected<void, RunError> serve_requests(int in_fd, int out_fd) {
+  std::unique_ptr<FILE, FileCloser> in(::fdopen(in_fd, "re"));
+  if (!in) return Error({RunFailure::io_error, std::string("stdin: ") + std::strerror(errno)});
+  CandidateRunner runner;
+  struct LineBuffer {
+    char* data = nullptr;
+    size_t capacity = 0;
+    ~LineBuffer() { std::free(data); }
+  } line;
+  for (;;) {
+    errno = 0;
+    ssize_t n = ::getline(&line.data, &line.capacity, in.get());
+    if (interrupted()) return Error({RunFailure::interrupted, "interrupted while waiting for a request"});
+    if (n < 0) {
+      if (errno == EINTR) {
+        std::clearerr(in.get());
+        continue;
+      }
+      if (std::ferror(in.get())) return Error({RunFailure::io_error, std::string("stdin: ") + std::strerror(errno)});
+      return {};  // end of input: the trusted side is finished
+    }
+    std::string path(line.data, size_t(n));
+    if (!path.empty() && path.back() == '\n') path.pop_back();
+    if (path.empty()) continue;
+    auto request = read_request(path);
+    if (!request) return Error({request.error().failure, path + ": " + request.error().message});
+    auto summary = runner.run(*request);
+    if (!summary) return Error({summary.error().failure, path + ": " + summary.error().message});
+    static constexpr char k_done[] = "done\n";
+    for (size_t sent = 0; sent < sizeof k_done - 1;) {
+      ssize_t w = ::write(out_fd, k_done + sent, sizeof k_done - 1 - sent);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return Error({RunFailure::io_error, std::string("stdout: ") + std::strerror(errno)});
+      sent += size_t(w);
+    }
+  }
 }
 
 }  // namespace ca

@@ -1,12 +1,15 @@
 // The runner proper: loads one candidate library into this (sandboxed) process and runs the calls of a request,
-// writing each call's outputs and results line before the next call starts (protocol.h).
+// writing each call's outputs and results line before the next call starts (protocol.h); with --serve, the calls
+// of one request after another in the same process (CandidateRunner, serve_requests).
 #pragma once
 
 #include <cstdint>
 #include <expected>
+#include <memory>
 #include <span>
 #include <string>
 
+#include "ca_kernel.h"
 #include "runner/protocol.h"
 #include "util/exit_codes.h"
 
@@ -40,6 +43,37 @@ struct RunSummary {
 
 /// Reads and parses a request file. Fails with no_request or bad_request.
 std::expected<RunRequest, RunError> read_request(const std::string& path);
+
+class Device;
+using ForwardFn = int (*)(ca_context*, const ca_tensor*, int, ca_tensor*, int);  // ca_forward's type
+
+/// One candidate on one device, for a runner process that serves several requests (ca-runner --serve): the first
+/// request sets up the device and loads the library, and every request runs its calls as run_candidate does. The
+/// device's memory of handed-out addresses lives as long as this, so no buffer of any request is ever at an address
+/// an earlier call of any request was given.
+class CandidateRunner {
+ public:
+  CandidateRunner();
+  ~CandidateRunner();
+  CandidateRunner(const CandidateRunner&) = delete;
+  CandidateRunner& operator=(const CandidateRunner&) = delete;
+
+  /// Runs `request` as run_candidate does (results.jsonl in its output_dir starts with the loaded or load_failed
+  /// event). A request after the first must name the same library, backend, device_index and num_threads (else
+  /// bad_request): the library is loaded once and stays. A failure other than a failed call leaves the runner unfit
+  /// for more requests (the process should exit with exit_code_of).
+  std::expected<RunSummary, RunError> run(const RunRequest& request);
+
+ private:
+  std::unique_ptr<Device> m_device;
+  RunRequest m_first;  // library, backend, device_index, num_threads of the first request
+  ForwardFn m_forward = nullptr;
+};
+
+/// ca-runner --serve: reads one request path per line from `in_fd`, runs each with one CandidateRunner and writes
+/// "done\n" to `out_fd` after each. Returns at end of input, or with the first failure that ends the runner
+/// (the request's path is in the message).
+std::expected<void, RunError> serve_requests(int in_fd, int out_fd);
 
 /// Sets up the backend's device (cuda: before the library loads), loads request.library (dlopen RTLD_NOW |
 /// RTLD_LOCAL) and runs every call in order. For each call it draws the inputs from (seed, stream = tensor index)

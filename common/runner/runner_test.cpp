@@ -84,6 +84,13 @@ class RunnerTest : public RunnerFixture {
     EXPECT_EQ(std::system(command.c_str()), 0) << command;
     return so.string();
   }
+  // Writes `r` to m_dir/NAME.json and returns the path.
+  std::string save(const std::string& name, const RunRequest& r) {
+    std::string path = (m_dir / (name + ".json")).string();
+    EXPECT_TRUE(write_file_atomic(path, to_json(r).dump()));
+    return path;
+  }
+  std::string served_stderr() { return read_file((m_dir / "stderr.txt").string()).value_or(""); }
 };
 
 TEST_F(RunnerTest, ReluOutputsEqualReluOfTheSharedInputsForEachSeed) {
@@ -214,6 +221,112 @@ TEST_F(RunnerTest, RequestProblemsAreReportedWithTheirExitCodes) {
   ASSERT_TRUE(write_file_atomic(bad, R"({"library":"a.so","backend":"cpu","tensors":[],"outputs":[],"calls":[],"output_dir":"o"})"));
   EXPECT_EQ(run_on(bad).code, 64);
   EXPECT_NE(m_stderr.find("request.outputs: expected at least one output"), std::string::npos) << m_stderr;
+}
+
+// ca-runner --serve as a subprocess: request paths go in on a pipe, its answers come back on another.
+class ServedRunner {
+ public:
+  explicit ServedRunner(const std::string& stderr_path) {
+    int in[2], out[2];
+    EXPECT_EQ(::pipe(in), 0);
+    EXPECT_EQ(::pipe(out), 0);
+    m_pid = ::fork();
+    if (m_pid == 0) {
+      rlimit no_core{0, 0};
+      setrlimit(RLIMIT_CORE, &no_core);
+      ::dup2(in[0], 0);
+      ::dup2(out[1], 1);
+      FILE* err = std::freopen(stderr_path.c_str(), "w", stderr);
+      (void)err;
+      ::close(in[0]);
+      ::close(in[1]);
+      ::close(out[0]);
+      ::close(out[1]);
+      execl(CA_BIN_DIR "/ca-runner", "ca-runner", "--serve", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    ::close(in[0]);
+    ::close(out[1]);
+    m_in = in[1];
+    m_out = ::fdopen(out[0], "r");
+  }
+  ~ServedRunner() {
+    if (m_in >= 0) ::close(m_in);
+    if (m_out != nullptr) std::fclose(m_out);
+    if (m_pid > 0 && !m_reaped) ::waitpid(m_pid, nullptr, 0);
+  }
+  // Sends one request path and returns the runner's answer ("" when it closed its stdout instead).
+  std::string ask(const std::string& request_path) {
+    std::string line = request_path + "\n";
+    EXPECT_EQ(::write(m_in, line.data(), line.size()), ssize_t(line.size()));
+    char buffer[256];
+    if (std::fgets(buffer, sizeof buffer, m_out) == nullptr) return "";
+    return buffer;
+  }
+  // Closes the runner's stdin and waits for it.
+  Exit finish() {
+    ::close(m_in);
+    m_in = -1;
+    int status = 0;
+    ::waitpid(m_pid, &status, 0);
+    m_reaped = true;
+    if (WIFSIGNALED(status)) return {true, WTERMSIG(status)};
+    return {false, WEXITSTATUS(status)};
+  }
+
+ private:
+  pid_t m_pid = -1;
+  int m_in = -1;
+  FILE* m_out = nullptr;
+  bool m_reaped = false;
+};
+
+TEST_F(RunnerTest, ServeRunsEachRequestInOneProcessAtFreshAddresses) {
+  // The recorder's memory of pointers lives in the library, which one process loads once: a buffer of the second
+  // request at an address of the first would return 7.
+  std::string library = compile("recorder", k_pointer_recorder);
+  ServedRunner runner((m_dir / "stderr.txt").string());
+  for (int round = 0; round < 2; ++round) {
+    auto r = request(library, {float_tensor("x", {1 << 20})}, {{DType::float32, {1 << 20}}}, {1, 2, 3});
+    r.output_dir = (m_dir / ("round-" + std::to_string(round))).string();
+    ASSERT_EQ(runner.ask(save("request-" + std::to_string(round), r)), "done\n") << served_stderr();
+    auto text = read_file(r.output_dir + "/" + std::string(k_results_file));
+    ASSERT_TRUE(text) << text.error();
+    RunLog log = parse_results(*text).value();
+    EXPECT_TRUE(log.loaded);
+    ASSERT_EQ(log.calls.size(), 3u) << "round " << round;
+    for (const auto& call : log.calls) EXPECT_EQ(call.rc, 0) << "round " << round << " call " << call.call << " saw a pointer again";
+    EXPECT_TRUE(fs::exists(fs::path(r.output_dir) / "out-2.bin"));
+  }
+  Exit exit = runner.finish();
+  EXPECT_FALSE(exit.signaled);
+  EXPECT_EQ(exit.code, 0) << served_stderr();
+}
+
+TEST_F(RunnerTest, ServeStopsAtARequestForAnotherLibrary) {
+  ServedRunner runner((m_dir / "stderr.txt").string());
+  auto r = request(compile("relu", k_relu), {float_tensor("x", {8})}, {{DType::float32, {8}}}, {1});
+  ASSERT_EQ(runner.ask(save("first", r)), "done\n");
+  r.library = compile("other", k_returns_3);
+  r.output_dir = (m_dir / "second").string();
+  EXPECT_EQ(runner.ask(save("second", r)), "");  // no answer: it exits
+  Exit exit = runner.finish();
+  EXPECT_EQ(exit.code, 64);
+  std::string err = served_stderr();
+  EXPECT_NE(err.find("another library"), std::string::npos) << err;
+  EXPECT_NE(err.find("second.json"), std::string::npos) << err;
+}
+
+TEST_F(RunnerTest, ServeExitsWithTheCodeOfAFailureThatEndsIt) {
+  ServedRunner runner((m_dir / "stderr.txt").string());
+  auto r = request(compile("crasher", k_crashes_second_call), {float_tensor("x", {8})}, {{DType::float32, {8}}}, {1});
+  ASSERT_EQ(runner.ask(save("first", r)), "done\n");
+  r.output_dir = (m_dir / "second").string();
+  EXPECT_EQ(runner.ask(save("second", r)), "");  // the library's second call crashes the process
+  Exit exit = runner.finish();
+  EXPECT_TRUE(exit.signaled);
+  EXPECT_EQ(exit.code, SIGSEGV);
+  EXPECT_EQ(run_on((m_dir / "absent.json").string()).code, 66);  // and a one-shot runner still works as before
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Runs commands under bubblewrap: the argument list, the resource limits, and
-// a parent that feeds stdin, collects output and enforces the wall clock.
+// a parent that feeds stdin, collects output and enforces the wall clock, for
+// one-shot runs and sessions alike (supervise).
 #include "sandbox/sandbox.h"
 
 #include <dirent.h>
@@ -17,8 +18,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <utility>
@@ -126,6 +131,10 @@ class UniqueFd {
  public:
   explicit UniqueFd(int fd = -1) : m_fd(fd) {}
   UniqueFd(UniqueFd&& other) noexcept : m_fd(std::exchange(other.m_fd, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) reset(std::exchange(other.m_fd, -1));
+    return *this;
+  }
   ~UniqueFd() { reset(); }
   int get() const { return m_fd; }
   void reset(int fd = -1) {
@@ -266,53 +275,168 @@ void kill_sandbox(const Child& child) {
   ::kill(child.pid, SIGKILL);
 }
 
-// Feeds stdin, collects output and status until bwrap is gone, killing it at
-// the wall-clock limit or on an interrupt.
-std::expected<SandboxResult, std::string> supervise(Child& child, const SandboxSpec& spec, UniqueFd stdin_fd,
-                                                    Stream& out, Stream& err, Stream& status) {
+}  // namespace
+
+// A started sandbox and what its parent watches; run_sandboxed and SandboxSession both supervise one. The streams
+// point into `result` and `status_text`, so it stays where it was made (a unique_ptr).
+struct SandboxProcess {
+  SandboxSpec spec;  // resolved
+  Child child;
+  UniqueFd stdin_fd;          // -1 once closed (or when stdin is /dev/null)
+  std::string pending;        // bytes not yet written to the command's stdin
+  bool close_stdin = false;   // close stdin once `pending` is written
+  std::string status_text;    // bwrap's --json-status-fd
   SandboxResult result;
-  for (int fd : {stdin_fd.get(), out.fd.get(), err.fd.get(), status.fd.get()}) {
-    if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-  }
-  size_t written = 0;
+  Stream out{UniqueFd(), &result.out}, err{UniqueFd(), &result.err}, status{UniqueFd(), &status_text};
+  std::optional<Clock::time_point> give_up;  // set once bwrap exited or was killed: how long to drain the pipes
+  bool gone = false;                         // reaped, and its pipes drained or given up on
   bool was_interrupted = false;
-  auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spec.limits.wall_s));
-  std::optional<Clock::time_point> give_up;
-  Stream* streams[] = {&out, &err, &status};
+  bool paused = false;  // SandboxSession::pause stopped it
+};
+
+namespace {
+
+// Blocks SIGPIPE in this thread while the parent writes to the command's stdin, so that a command that closed it
+// cannot kill the harness; takes the signals that arrived meanwhile before the old mask returns.
+class PipeSignalBlock {
+ public:
+  PipeSignalBlock() {
+    sigemptyset(&m_pipe_signal);
+    sigaddset(&m_pipe_signal, SIGPIPE);
+    ::pthread_sigmask(SIG_BLOCK, &m_pipe_signal, &m_old_mask);
+  }
+  ~PipeSignalBlock() {
+    timespec no_wait{};
+    while (::sigtimedwait(&m_pipe_signal, nullptr, &no_wait) > 0) {
+    }
+    ::pthread_sigmask(SIG_SETMASK, &m_old_mask, nullptr);
+  }
+  PipeSignalBlock(const PipeSignalBlock&) = delete;
+  PipeSignalBlock& operator=(const PipeSignalBlock&) = delete;
+
+ private:
+  sigset_t m_pipe_signal, m_old_mask;
+};
+
+Clock::time_point deadline_after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+// Feeds stdin, collects output and status until bwrap is gone or, while it runs, `enough()` holds; kills the sandbox
+// at `deadline` (result.timed_out) or on an interrupt (then fails with "interrupted" once it is gone).
+std::expected<void, std::string> supervise(SandboxProcess& p, Clock::time_point deadline, const std::function<bool()>& enough) {
+  PipeSignalBlock block;
+  Stream* streams[] = {&p.out, &p.err, &p.status};
   for (;;) {
-    if (!child.reaped && ::wait4(child.pid, &child.wait_status, WNOHANG, &child.usage) == child.pid) {
-      child.reaped = true;
-      give_up = Clock::now() + k_drain_grace;
+    if (!p.child.reaped && ::wait4(p.child.pid, &p.child.wait_status, WNOHANG, &p.child.usage) == p.child.pid) {
+      p.child.reaped = true;
+      p.give_up = Clock::now() + k_drain_grace;
     }
     bool open = std::any_of(std::begin(streams), std::end(streams), [](Stream* s) { return s->fd.get() >= 0; });
-    if (child.reaped && !open) break;
-    if (give_up && Clock::now() > *give_up) break;
-    bool stop = !result.timed_out && Clock::now() >= deadline;
-    if (interrupted() && !was_interrupted) stop = was_interrupted = true;
-    if (stop && !give_up) {
-      kill_sandbox(child);
-      result.timed_out = !was_interrupted;
-      give_up = Clock::now() + k_drain_grace;
+    if ((p.child.reaped && !open) || (p.give_up && Clock::now() > *p.give_up)) break;
+    bool stop = false;
+    if (interrupted() && !p.was_interrupted) {
+      stop = p.was_interrupted = true;
+    } else if (!p.give_up && enough()) {
+      return {};
+    } else {
+      stop = !p.result.timed_out && Clock::now() >= deadline;
     }
+    if (stop && !p.give_up) {
+      kill_sandbox(p.child);
+      p.result.timed_out = !p.was_interrupted;
+      p.give_up = Clock::now() + k_drain_grace;
+    }
+    if (p.close_stdin && p.pending.empty()) p.stdin_fd.reset();
     std::vector<pollfd> fds;
     for (Stream* s : streams) fds.push_back({s->fd.get(), POLLIN, 0});
-    fds.push_back({stdin_fd.get(), POLLOUT, 0});
+    fds.push_back({p.pending.empty() ? -1 : p.stdin_fd.get(), POLLOUT, 0});
     ::poll(fds.data(), fds.size(), 20);
     for (size_t i = 0; i < 3; ++i) {
       if (fds[i].fd >= 0 && fds[i].revents != 0 && !drain(*streams[i])) streams[i]->fd.reset();
     }
-    if (stdin_fd.get() >= 0 && fds[3].revents != 0) {
-      ssize_t n = ::write(stdin_fd.get(), spec.stdin_data.data() + written, spec.stdin_data.size() - written);
-      if (n > 0) written += static_cast<size_t>(n);
-      if ((n < 0 && errno != EAGAIN && errno != EINTR) || written == spec.stdin_data.size()) stdin_fd.reset();
+    if (fds[3].fd >= 0 && fds[3].revents != 0) {
+      ssize_t n = ::write(p.stdin_fd.get(), p.pending.data(), p.pending.size());
+      if (n > 0) p.pending.erase(0, static_cast<size_t>(n));
+      if (n < 0 && errno != EAGAIN && errno != EINTR) {  // the command closed its stdin: nothing more goes in
+        p.stdin_fd.reset();
+        p.pending.clear();
+      }
     }
   }
-  if (!child.reaped) {
-    kill_sandbox(child);
-    ::wait4(child.pid, &child.wait_status, 0, &child.usage);
+  p.gone = true;
+  if (!p.child.reaped) {
+    kill_sandbox(p.child);
+    ::wait4(p.child.pid, &p.child.wait_status, 0, &p.child.usage);
+    p.child.reaped = true;
   }
-  if (was_interrupted) return std::unexpected("interrupted");
-  return result;
+  if (p.was_interrupted) return std::unexpected("interrupted");
+  return {};
+}
+
+// The processes whose parent is `pid` (a thread group): from each thread's /proc children list, or, on a kernel
+// without those (CONFIG_PROC_CHILDREN), from every process's parent in /proc/N/stat.
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> children;
+  std::error_code ec;
+  fs::path tasks = "/proc/" + std::to_string(pid) + "/task";
+  if (fs::exists(tasks / std::to_string(pid) / "children", ec)) {
+    for (const auto& task : fs::directory_iterator(tasks, ec)) {
+      std::ifstream list(task.path() / "children");
+      for (pid_t child; list >> child;) children.push_back(child);
+    }
+    return children;
+  }
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat_file(entry.path() / "stat");
+    std::string stat_text;
+    std::getline(stat_file, stat_text);
+    size_t close = stat_text.rfind(')');  // the command name may hold spaces and parentheses
+    char state = 0;
+    int ppid = 0;
+    if (close != std::string::npos && std::sscanf(stat_text.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == pid) {
+      children.push_back(std::stoi(name));
+    }
+  }
+  return children;
+}
+
+// Every process in the sandbox: bwrap and its descendants (orphans are reparented to the namespace's init, bwrap's
+// child, so nothing inside escapes the walk).
+std::vector<pid_t> sandbox_processes(pid_t bwrap) {
+  std::vector<pid_t> found = {bwrap};
+  for (size_t i = 0; i < found.size(); ++i) {
+    for (pid_t child : children_of(found[i])) {
+      if (std::find(found.begin(), found.end(), child) == found.end()) found.push_back(child);
+    }
+  }
+  return found;
+}
+
+// Sends `signal` to every process in the sandbox, walking again until a walk finds none it has not signalled, so
+// that a process forked during a walk is not missed (with SIGSTOP, a stopped process forks no more).
+void signal_sandbox(pid_t bwrap, int signal) {
+  std::set<pid_t> signalled;
+  for (bool more = true; more;) {
+    more = false;
+    for (pid_t pid : sandbox_processes(bwrap)) {
+      if (signalled.insert(pid).second) {
+        ::kill(pid, signal);
+        more = true;
+      }
+    }
+  }
+}
+
+// Kills a sandbox that is still running and reaps bwrap, without waiting for its pipes.
+void stop(SandboxProcess& p) {
+  if (p.child.reaped) return;
+  kill_sandbox(p.child);
+  ::wait4(p.child.pid, &p.child.wait_status, 0, &p.child.usage);
+  p.child.reaped = true;
+  p.gone = true;
 }
 
 }  // namespace
@@ -382,7 +506,11 @@ std::vector<std::string> bwrap_arguments(const SandboxSpec& spec, HostUser host_
   return args;
 }
 
-std::expected<SandboxResult, std::string> run_sandboxed(const SandboxSpec& given) {
+namespace {
+
+// Sets up and starts the sandbox: stdin is a pipe when `interactive` or when spec.stdin_data has bytes to feed,
+// /dev/null otherwise. Fails as run_sandboxed does when the sandbox cannot be set up.
+std::expected<std::unique_ptr<SandboxProcess>, std::string> launch(const SandboxSpec& given, bool interactive) {
   auto spec = resolve(given);
   if (!spec) return std::unexpected(spec.error());
   std::string bwrap = find_on_path("bwrap");
@@ -408,42 +536,39 @@ std::expected<SandboxResult, std::string> run_sandboxed(const SandboxSpec& given
   for (auto& arg : bwrap_arguments(*spec, host_user, setpriv)) args.push_back(std::move(arg));
 
   auto out_pipe = make_pipe(), err_pipe = make_pipe(), status_pipe = make_pipe(), in_pipe = make_pipe();
-  for (auto* p : {&out_pipe, &err_pipe, &status_pipe, &in_pipe}) {
-    if (!*p) return std::unexpected(p->error());
+  for (auto* pipe : {&out_pipe, &err_pipe, &status_pipe, &in_pipe}) {
+    if (!*pipe) return std::unexpected(pipe->error());
   }
   UniqueFd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  bool feed = !spec->stdin_data.empty();
-  // Writing to a sandbox that closed its stdin must not kill the harness.
-  sigset_t pipe_signal, old_mask;
-  sigemptyset(&pipe_signal);
-  sigaddset(&pipe_signal, SIGPIPE);
-  ::pthread_sigmask(SIG_BLOCK, &pipe_signal, &old_mask);
+  bool feed = interactive || !spec->stdin_data.empty();
   auto child = start(args, *spec, feed ? in_pipe->first.get() : null_fd.get(), out_pipe->second.get(), err_pipe->second.get(),
                      status_pipe->second.get());
-  in_pipe->first.reset();
-  out_pipe->second.reset();
-  err_pipe->second.reset();
-  status_pipe->second.reset();
-  if (!feed) in_pipe->second.reset();
-  std::string status_text;
-  SandboxResult result;
-  Stream out{std::move(out_pipe->first), &result.out}, err{std::move(err_pipe->first), &result.err};
-  Stream status{std::move(status_pipe->first), &status_text};
-  auto supervised = child ? supervise(*child, *spec, std::move(in_pipe->second), out, err, status)
-                          : std::expected<SandboxResult, std::string>(std::unexpected(child.error()));
-  timespec no_wait{};
-  while (::sigtimedwait(&pipe_signal, nullptr, &no_wait) > 0) {
+  if (!child) return std::unexpected(child.error());
+  auto p = std::make_unique<SandboxProcess>();
+  p->child = *child;
+  if (feed) p->stdin_fd = std::move(in_pipe->second);
+  p->out.fd = std::move(out_pipe->first);
+  p->err.fd = std::move(err_pipe->first);
+  p->status.fd = std::move(status_pipe->first);
+  for (int fd : {p->stdin_fd.get(), p->out.fd.get(), p->err.fd.get(), p->status.fd.get()}) {
+    if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   }
-  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-  if (!supervised) return std::unexpected(supervised.error());
-  result.timed_out = supervised->timed_out;
+  p->pending = interactive ? "" : spec->stdin_data;
+  p->close_stdin = !interactive;
+  p->spec = std::move(*spec);
+  return p;
+}
 
+// The result of a sandbox that is gone: its exit code or signal, and the limit that most likely ended it.
+std::expected<SandboxResult, std::string> conclude(SandboxProcess& p) {
+  if (p.was_interrupted) return std::unexpected("interrupted");
+  SandboxResult result = std::move(p.result);
   // bwrap writes {"exit-code": N} only for a command it started; N is 128+S
   // when signal S ended the command.
-  size_t at = status_text.rfind("\"exit-code\":");
-  int wait_status = child->wait_status;
+  size_t at = p.status_text.rfind("\"exit-code\":");
+  int wait_status = p.child.wait_status;
   if (at != std::string::npos) {
-    result.exit_code = std::atoi(status_text.c_str() + at + 12);
+    result.exit_code = std::atoi(p.status_text.c_str() + at + 12);
   } else if (result.timed_out) {
     result.exit_code = 128 + SIGKILL;
   } else if (WIFSIGNALED(wait_status)) {
@@ -455,10 +580,89 @@ std::expected<SandboxResult, std::string> run_sandboxed(const SandboxSpec& given
     return std::unexpected("sandbox setup failed: " + (message.empty() ? "bwrap exited without starting the command" : message));
   }
   if (result.exit_code > 128 && result.exit_code < 128 + 65) result.signal = result.exit_code - 128;
-  const rusage& usage = child->usage;
+  const rusage& usage = p.child.usage;
   double cpu_used = double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + 1e-6 * double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
-  result.limit_hit = limit_hit(result, spec->limits, cpu_used, out.truncated || err.truncated);
+  result.limit_hit = limit_hit(result, p.spec.limits, cpu_used, p.out.truncated || p.err.truncated);
   return result;
+}
+
+}  // namespace
+
+std::expected<SandboxResult, std::string> run_sandboxed(const SandboxSpec& spec) {
+  auto p = launch(spec, false);
+  if (!p) return std::unexpected(p.error());
+  if (auto done = supervise(**p, deadline_after(spec.limits.wall_s), [] { return false; }); !done) return std::unexpected(done.error());
+  return conclude(**p);
+}
+
+SandboxSession::SandboxSession(std::unique_ptr<SandboxProcess> process) : m_process(std::move(process)) {}
+SandboxSession::SandboxSession(SandboxSession&&) noexcept = default;
+SandboxSession& SandboxSession::operator=(SandboxSession&& other) noexcept {
+  if (this != &other) {
+    if (m_process) stop(*m_process);
+    m_process = std::move(other.m_process);
+  }
+  return *this;
+}
+SandboxSession::~SandboxSession() {
+  if (m_process) stop(*m_process);
+}
+
+std::expected<SandboxSession, std::string> SandboxSession::start(const SandboxSpec& spec) {
+  auto p = launch(spec, true);
+  if (!p) return std::unexpected(p.error());
+  return SandboxSession(std::move(*p));
+}
+
+bool SandboxSession::running() const { return m_process && !m_process->gone; }
+
+void SandboxSession::send_line(std::string_view line) {
+  if (!m_process || m_process->stdin_fd.get() < 0) return;
+  m_process->pending.append(line);
+  m_process->pending.push_back('\n');
+}
+
+std::expected<std::optional<std::string>, std::string> SandboxSession::wait_line(double timeout_s) {
+  if (!m_process) return std::unexpected("the sandbox session is finished");
+  std::string& out = m_process->result.out;
+  auto take = [&]() -> std::optional<std::string> {
+    size_t end = out.find('\n');
+    if (end == std::string::npos) return std::nullopt;
+    std::string line = out.substr(0, end);
+    out.erase(0, end + 1);
+    return line;
+  };
+  if (auto line = take()) return line;
+  if (m_process->gone) {
+    if (m_process->was_interrupted) return std::unexpected("interrupted");
+    return std::nullopt;
+  }
+  auto done = supervise(*m_process, deadline_after(timeout_s), [&] { return out.find('\n') != std::string::npos; });
+  if (!done) return std::unexpected(done.error());
+  return take();
+}
+
+void SandboxSession::pause() {
+  if (!running() || m_process->paused) return;
+  signal_sandbox(m_process->child.pid, SIGSTOP);
+  m_process->paused = true;
+}
+
+void SandboxSession::resume() {
+  if (!running() || !m_process->paused) return;
+  signal_sandbox(m_process->child.pid, SIGCONT);
+  m_process->paused = false;
+}
+
+std::expected<SandboxResult, std::string> SandboxSession::finish(double timeout_s) {
+  if (!m_process) return std::unexpected("the sandbox session is finished");
+  resume();  // a paused command would never see its stdin close
+  std::unique_ptr<SandboxProcess> p = std::move(m_process);
+  p->close_stdin = true;
+  if (!p->gone) {
+    if (auto done = supervise(*p, deadline_after(timeout_s), [] { return false; }); !done) return std::unexpected(done.error());
+  }
+  return conclude(*p);
 }
 
 }  // namespace ca

@@ -1,12 +1,17 @@
 // Runs one command isolated with bubblewrap (DESIGN §6, §9; EXPLOITS A4, C4):
 // no network, its own PID/IPC/UTS namespaces, a read-only view of the system
 // directories and of the workspace, only the named paths writable, resource
-// limits, and a wall-clock timeout that kills everything inside.
+// limits, and a wall-clock timeout that kills everything inside. Either to
+// completion (run_sandboxed) or as a session of lines on stdin and stdout
+// (SandboxSession), with the same supervision.
 #pragma once
 
 #include <cstdint>
 #include <expected>
+#include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ca {
@@ -64,5 +69,48 @@ std::vector<std::string> bwrap_arguments(const SandboxSpec& spec, HostUser host_
 /// namespace made here, and spec.writable is given to that uid (lchown, never
 /// following symlinks) so that it can write there.
 std::expected<SandboxResult, std::string> run_sandboxed(const SandboxSpec& spec);
+
+struct SandboxProcess;  // sandbox.cpp: a started sandbox and what its parent watches
+
+/// A sandboxed command that stays up for a conversation of lines: the caller sends a line to its stdin, waits for a
+/// line on its stdout, and so on, then finishes it. The sandbox, the rlimits (per process, so RLIMIT_CPU counts the
+/// whole session), the output caps (32 MiB per stream of what is not taken as a line), SIGPIPE and interrupts are
+/// those of run_sandboxed, which shares this code; only the wall clock differs: each wait and finish has its own
+/// timeout, and limits.wall_s is not used. Destroying a session that was not finished kills it.
+class SandboxSession {
+ public:
+  /// Starts spec.argv (spec.stdin_data is ignored) with a pipe for its stdin. Fails as run_sandboxed does when the
+  /// sandbox cannot be set up.
+  static std::expected<SandboxSession, std::string> start(const SandboxSpec& spec);
+  SandboxSession(SandboxSession&&) noexcept;
+  SandboxSession& operator=(SandboxSession&&) noexcept;
+  ~SandboxSession();
+
+  /// Queues `line` and a newline for the command's stdin; wait_line and finish write it. Dropped once the command
+  /// closed its stdin or is gone.
+  void send_line(std::string_view line);
+  /// Waits until a whole line is on the command's stdout and returns it without its newline; nullopt when the
+  /// command ended first, or when `timeout_s` passed: then everything in the sandbox is killed, as run_sandboxed
+  /// does at its wall limit (finish's result has timed_out). Fails with "interrupted" on SIGINT/SIGTERM, after
+  /// killing the sandbox. Text after the line stays for the next wait.
+  std::expected<std::optional<std::string>, std::string> wait_line(double timeout_s);
+  /// Stops every process in the sandbox (SIGSTOP, to bwrap and all its descendants) until resume(), so that
+  /// nothing the command left running (a thread, a child) competes with the caller's own work meanwhile. The wall
+  /// clock is the caller's: nothing is timed while paused.
+  void pause();
+  /// Lets a paused sandbox run again (SIGCONT to all of it); wait_line after pause needs it first.
+  void resume();
+  /// Closes stdin, waits for the command to end (at most `timeout_s`, then kills it) and returns what
+  /// run_sandboxed would: exit code, signal, timed_out, limit_hit, stderr, and the stdout no wait_line took. Fails
+  /// with "interrupted" when an interrupt stopped the session, or when the sandbox never ran the command. Ends the
+  /// session: later calls fail.
+  std::expected<SandboxResult, std::string> finish(double timeout_s);
+  /// Whether the command may still be running (it has not been seen to end, be killed, or be finished).
+  bool running() const;
+
+ private:
+  explicit SandboxSession(std::unique_ptr<SandboxProcess> process);
+  std::unique_ptr<SandboxProcess> m_process;
+};
 
 }  // namespace ca

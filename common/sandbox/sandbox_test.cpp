@@ -2,6 +2,7 @@
 #include "sandbox/sandbox.h"
 
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,6 +11,8 @@
 #include <fstream>
 
 #include <gtest/gtest.h>
+
+#include "util/signals.h"
 
 namespace ca {
 namespace {
@@ -223,6 +226,140 @@ TEST_F(SandboxTest, MissingPathsAreHarnessErrors) {
   result = run_sandboxed(s);
   ASSERT_FALSE(result);
   EXPECT_NE(result.error().find("/no/such/path"), std::string::npos) << result.error();
+}
+
+SandboxSession start_session(const SandboxSpec& spec) {
+  auto session = SandboxSession::start(spec);
+  EXPECT_TRUE(session) << (session ? "" : session.error());
+  if (!session) std::abort();
+  return std::move(*session);
+}
+
+TEST_F(SandboxTest, SessionAnswersLineByLineThenFinishes) {
+  SandboxSession session = start_session(spec("while read -r line; do echo \"got $line\"; done; echo bye >&2; exit 3"));
+  session.send_line("a");
+  EXPECT_EQ(session.wait_line(10).value(), std::optional<std::string>("got a"));
+  session.send_line("b");
+  session.send_line("c");
+  EXPECT_EQ(session.wait_line(10).value(), std::optional<std::string>("got b"));
+  EXPECT_EQ(session.wait_line(10).value(), std::optional<std::string>("got c"));
+  EXPECT_TRUE(session.running());
+  auto result = session.finish(10);  // closes stdin: the loop ends
+  ASSERT_TRUE(result) << result.error();
+  EXPECT_EQ(result->exit_code, 3);
+  EXPECT_EQ(result->out, "");
+  EXPECT_EQ(result->err, "bye\n");
+  EXPECT_FALSE(result->timed_out);
+  EXPECT_FALSE(session.running());
+  EXPECT_FALSE(session.finish(1));
+}
+
+TEST_F(SandboxTest, SessionDeadlineKillsEverything) {
+  SandboxSession session = start_session(spec("read -r line; echo started; sleep 60 & sleep 60"));
+  session.send_line("go");
+  EXPECT_EQ(session.wait_line(10).value(), std::optional<std::string>("started"));
+  auto start = std::chrono::steady_clock::now();
+  auto line = session.wait_line(1);
+  ASSERT_TRUE(line) << line.error();
+  EXPECT_EQ(*line, std::nullopt);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_FALSE(session.running());
+  auto result = session.finish(10);
+  ASSERT_TRUE(result) << result.error();
+  EXPECT_TRUE(result->timed_out);
+  EXPECT_EQ(result->limit_hit, "wall");
+  EXPECT_NE(result->exit_code, 0);
+}
+
+TEST_F(SandboxTest, SessionReportsACrashMidSession) {
+  SandboxSession session = start_session(spec("read -r line; echo one; read -r line; echo dying >&2; kill -SEGV $$"));
+  session.send_line("1");
+  EXPECT_EQ(session.wait_line(10).value(), std::optional<std::string>("one"));
+  session.send_line("2");
+  auto line = session.wait_line(10);
+  ASSERT_TRUE(line) << line.error();
+  EXPECT_EQ(*line, std::nullopt);
+  session.send_line("3");  // dropped: nobody reads it
+  auto result = session.finish(10);
+  ASSERT_TRUE(result) << result.error();
+  EXPECT_FALSE(result->timed_out);
+  EXPECT_EQ(result->signal, SIGSEGV);
+  EXPECT_EQ(result->exit_code, 128 + SIGSEGV);
+  EXPECT_EQ(result->err, "dying\n");
+}
+
+TEST_F(SandboxTest, SessionCpuLimitCountsTheWholeSession) {
+  SandboxSpec s = spec("while read -r line; do echo ok; done; while :; do :; done");
+  s.limits.cpu_s = 1;
+  SandboxSession session = start_session(s);
+  session.send_line("x");
+  EXPECT_EQ(session.wait_line(10).value(), std::optional<std::string>("ok"));
+  auto result = session.finish(20);  // the loop after the last line spins into RLIMIT_CPU
+  ASSERT_TRUE(result) << result.error();
+  EXPECT_EQ(result->signal, SIGXCPU);
+  EXPECT_EQ(result->limit_hit, "cpu");
+}
+
+// The interrupt flag cannot be cleared, so the interrupted session runs in a child process of the test.
+TEST_F(SandboxTest, SessionInterruptKillsTheSandbox) {
+  SandboxSpec s = spec("read -r line; echo waiting; sleep 60 & sleep 60");
+  auto start = std::chrono::steady_clock::now();
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    install_interrupt_handlers();
+    auto session = SandboxSession::start(s);
+    if (!session) ::_exit(2);
+    session->send_line("go");
+    auto first = session->wait_line(10);
+    if (!first || *first != std::optional<std::string>("waiting")) ::_exit(3);
+    ::raise(SIGINT);
+    auto line = session->wait_line(30);
+    if (line || line.error() != "interrupted") ::_exit(4);
+    if (session->running()) ::_exit(5);
+    auto result = session->finish(10);
+    if (result || result.error() != "interrupted") ::_exit(6);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "see the exit codes of the child above";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+}
+
+TEST_F(SandboxTest, PausedSessionRunsNothingUntilResumed) {
+  // A grandchild left running in the background, detached into its own session, is stopped too.
+  SandboxSession session = start_session(
+      spec("read -r line; setsid bash -c 'while :; do echo t >> kernels/ticks; sleep 0.05; done' & echo up; read -r line; echo back"));
+  fs::path ticks = m_root / "kernels" / "ticks";
+  session.send_line("go");
+  EXPECT_EQ(session.wait_line(10).value(), std::optional<std::string>("up"));
+  ::usleep(300000);
+  session.pause();
+  ::usleep(100000);
+  auto paused_size = fs::exists(ticks) ? fs::file_size(ticks) : 0;
+  ::usleep(500000);
+  EXPECT_EQ(fs::exists(ticks) ? fs::file_size(ticks) : 0, paused_size) << "something ran while paused";
+  session.resume();
+  ::usleep(500000);
+  EXPECT_GT(fs::exists(ticks) ? fs::file_size(ticks) : 0, paused_size);
+  session.pause();
+  auto result = session.finish(10);  // resumes: the command sees stdin close
+  ASSERT_TRUE(result) << result.error();
+  EXPECT_EQ(result->exit_code, 0);
+  EXPECT_EQ(result->out, "back\n");
+}
+
+TEST_F(SandboxTest, DestroyingASessionKillsIt) {
+  fs::path marker = m_root / "kernels" / "alive";
+  {
+    SandboxSession session = start_session(spec("read -r line; echo up; sleep 1; echo late > kernels/alive"));
+    session.send_line("go");
+    EXPECT_EQ(session.wait_line(10).value(), std::optional<std::string>("up"));
+  }
+  ::sleep(2);
+  EXPECT_FALSE(fs::exists(marker));
 }
 
 }  // namespace

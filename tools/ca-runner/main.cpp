@@ -1,4 +1,8 @@
-// ca-runner: run one candidate library on the calls of a request, inside the sandbox (internal to ca-verify and ca-profile).
+// ca-runner: run one candidate library on the calls of a request, inside the sandbox (internal to ca-verify and
+// ca-profile). With --serve it stays up and runs one request per line of stdin (ca-profile: one per round).
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "runner/run_candidate.h"
 #include "util/cli.h"
@@ -6,11 +10,41 @@
 
 using namespace ca;
 
+namespace {
+
+// The protocol's stdin and stdout move to descriptors of their own, and fds 0 and 1 become /dev/null and stderr,
+// so that a candidate that reads stdin or prints cannot take a request line or forge a "done" by accident.
+int serve() {
+  int in = ::fcntl(0, F_DUPFD_CLOEXEC, 10), out = ::fcntl(1, F_DUPFD_CLOEXEC, 10);
+  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (in < 0 || out < 0 || null_fd < 0 || ::dup2(null_fd, 0) < 0 || ::dup2(2, 1) < 0) {
+    error("--serve", "cannot set up stdin and stdout");
+    return to_int(ExitCode::io_error);
+  }
+  ::close(null_fd);
+  auto served = serve_requests(in, out);
+  if (!served) {
+    error(served.error().message);
+    return to_int(exit_code_of(served.error().failure));
+  }
+  return to_int(ExitCode::ok);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   ToolCli cli("ca-runner", "Run one candidate library on the calls of a request file (internal: ca-verify and ca-profile start it in the sandbox).");
   std::string request_path;
-  cli.app().add_option("request", request_path, "Request JSON file; see ca-runner(1)")->required();
+  bool serve_mode = false;
+  cli.app().add_option("request", request_path, "Request JSON file; see ca-runner(1)");
+  cli.app().add_flag("--serve", serve_mode,
+                     "Stay up: read one request path per line of stdin, run it, and answer \"done\" on stdout; exit at end of input");
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
+  if (serve_mode) {
+    if (!request_path.empty()) return to_int(usage_error("--serve takes its requests on stdin, not as an argument"));
+    return serve();
+  }
+  if (request_path.empty()) return to_int(usage_error("a request file is required (or --serve)"));
 
   auto request = read_request(request_path);
   if (!request) {
