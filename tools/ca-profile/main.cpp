@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   app.add_option("--workspace", workspace, "Profile an agent workspace (task.json + kernels/) and print one line");
   app.add_option("--backend", backend_flag, "Backend for --workspace and --precompile: cpu or cuda")->capture_default_str();
   app.add_flag("--precompile", precompile, "Only compile the torch.compile baselines of every task in --tasks, in -j bridge processes");
-  app.add_option("--rounds", options.rounds, "Interleaved rounds (one runner invocation each)")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--rounds", options.rounds, "Interleaved rounds (one runner serves them all)")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--min-ms", options.min_ms, "Measured milliseconds per method, at least")->capture_default_str();
   app.add_option("--max-calls", options.max_calls, "Timed calls per method and round, at most")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_flag("--no-compile", no_compile, "Do not time the torch.compile baseline");
