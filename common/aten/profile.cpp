@@ -29,7 +29,8 @@ constexpr double k_round_output_bytes = double(size_t(512) << 20);
 constexpr const char* k_method =
     "one method for all three: cache flushed (2x L2 or LLC) and device idle before each call; device clock (cuda "
     "events) and host clock (to a device-wide sync), the slower where they disagree; fresh inputs every call; "
-    "first call of each round untimed; rounds interleaved in rotating order; median";
+    "outputs and intermediates in warm memory (the runner's poisoned buffers; the baselines' caching allocators); "
+    "first call of each round untimed; rounds interleaved in rotating order, one runner for all; median";
 
 struct Stats {
   double median = 0, spread = 0;
