@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The environment's benchmarks (issue 3, item 8), on one backend:
 #   1. per-candidate cost of build + verify + profile, with cached baselines and a cold candidate build cache: one
-#      candidate per verify | profile (tools start each time), and a batch of BATCH (default 4) through one;
+#      candidate per verify | profile (tools start each time), and a batch of BATCH (default 8) through one
+#      `ca-verify -j BATCH_JOBS (default 4) | ca-profile`;
 #   2. repeatability: one candidate profiled 5 times, the spread of its medians;
 #   3. eager from the C++ interpreter (ca-profile) against PyTorch eager (bench/eager_torch.py), same method.
 # Usage: bench/run.sh cpu|cuda [OUT_DIR]. Writes OUT_DIR/results.md (and the raw records) and prints it.
@@ -69,9 +70,10 @@ while read -r line; do
   for run in 4 5; do  # two more profiles of the same (now built) candidate, for five medians
     "$bin/ca-profile" --tasks "$tasks" "${arch[@]}" "${extra[@]}" <<<"$line" >>"$out/repeat.jsonl" 2>>"$out/stderr.log"
   done
-  # Steady state, as a batch evaluation runs: BATCH copies through one verify | profile, so the tools start once.
-  # Each copy's source differs by a comment, so each builds cold.
-  python3 - "$line" "${BATCH:-4}" >"$scratch/batch.jsonl" <<'PY'
+  # Steady state, as a batch evaluation runs: BATCH copies through one `ca-verify -j BATCH_JOBS | ca-profile`, so the
+  # tools start once and builds and trials overlap the profiles (which hold the device alone). Each copy's source
+  # differs by a comment, so each builds cold.
+  python3 - "$line" "${BATCH:-8}" >"$scratch/batch.jsonl" <<'PY'
 import json, sys
 record, copies = json.loads(sys.argv[1]), int(sys.argv[2])
 for i in range(copies):
@@ -81,10 +83,10 @@ for i in range(copies):
 PY
   fresh_cache
   start=$(date +%s.%N)
-  "$bin/ca-verify" --tasks "$tasks" "${arch[@]}" "$scratch/batch.jsonl" 2>>"$out/stderr.log" |
+  "$bin/ca-verify" -j "${BATCH_JOBS:-4}" --tasks "$tasks" "${arch[@]}" "$scratch/batch.jsonl" 2>>"$out/stderr.log" |
     "$bin/ca-profile" --tasks "$tasks" "${arch[@]}" "${extra[@]}" >"$scratch/batch_out.jsonl" 2>>"$out/stderr.log"
   end=$(date +%s.%N)
-  echo "$id $(python3 -c 'import json,sys; print(sum(json.loads(l).get("profile", {}).get("ok", False) for l in open(sys.argv[1])))' "$scratch/batch_out.jsonl") ${BATCH:-4} $(python3 -c "print(round($end - $start, 3))")" >>"$out/batch.txt"
+  echo "$id $(python3 -c 'import json,sys; print(sum(json.loads(l).get("profile", {}).get("ok", False) for l in open(sys.argv[1])))' "$scratch/batch_out.jsonl") ${BATCH:-8} $(python3 -c "print(round($end - $start, 3))")" >>"$out/batch.txt"
 done <"$out/candidates.jsonl"
 
 export CA_CPU_ALLOCATOR=${CA_CPU_ALLOCATOR:-$bin/../lib/libca_cpu_allocator.so}
