@@ -47,8 +47,14 @@ class KeepErrorClock final : public CallClock {
 
 class CudaDevice final : public Device {
  public:
-  CudaDevice(int32_t index, cudaStream_t stream, cublasHandle_t cublas, std::unique_ptr<CallClock> clock)
-      : m_index(index), m_stream(stream), m_cublas(cublas), m_timed(std::move(clock), m_pending) {}
+  CudaDevice(int32_t index, cudaStream_t stream, cublasHandle_t cublas, void* cublas_workspace,
+             size_t cublas_workspace_bytes, std::unique_ptr<CallClock> clock)
+      : m_index(index),
+        m_stream(stream),
+        m_cublas(cublas),
+        m_cublas_workspace(cublas_workspace),
+        m_cublas_workspace_bytes(cublas_workspace_bytes),
+        m_timed(std::move(clock), m_pending) {}
   CudaDevice(const CudaDevice&) = delete;
   CudaDevice& operator=(const CudaDevice&) = delete;
 
@@ -59,6 +65,7 @@ class CudaDevice final : public Device {
     for (void* data : m_call) cudaFree(data);
     free_retired();
     if (m_cublas != nullptr) cublasDestroy(m_cublas);
+    cudaFree(m_cublas_workspace);
     cudaFreeHost(m_staging);
     cudaStreamDestroy(m_stream);
   }
@@ -157,7 +164,8 @@ class CudaDevice final : public Device {
     cudaStreamSetAttribute(m_stream, cudaStreamAttributeAccessPolicyWindow, &no_window);
     // The handle is shared by every call, so settings a call changed (TF32 math, device pointers) are put back.
     if (m_cublas != nullptr) {
-      cublasSetStream(m_cublas, m_stream);
+      cublasSetStream(m_cublas, m_stream);  // which also drops the handle's workspace, so it is given back next
+      if (m_cublas_workspace != nullptr) cublasSetWorkspace(m_cublas, m_cublas_workspace, m_cublas_workspace_bytes);
       cublasSetMathMode(m_cublas, CUBLAS_DEFAULT_MATH);
       cublasSetPointerMode(m_cublas, CUBLAS_POINTER_MODE_HOST);
       cublasSetAtomicsMode(m_cublas, CUBLAS_ATOMICS_NOT_ALLOWED);
@@ -259,6 +267,8 @@ class CudaDevice final : public Device {
   int32_t m_index;
   cudaStream_t m_stream;
   cublasHandle_t m_cublas;
+  void* m_cublas_workspace;
+  size_t m_cublas_workspace_bytes;
   cudaError_t m_pending = cudaSuccess;  // a launch error seen while handing out scratch or stopping the clock
   KeepErrorClock m_timed;
   std::unordered_set<uintptr_t> m_seen;
@@ -294,10 +304,20 @@ std::expected<std::unique_ptr<Device>, RunError> make_cuda_device(int32_t device
   // Without cuBLAS ctx->cublas is NULL, as the ABI allows.
   cublasHandle_t cublas = nullptr;
   if (cublasCreate(&cublas) != CUBLAS_STATUS_SUCCESS) cublas = nullptr;
+  // The workspace PyTorch gives its handles (NVIDIA's recommendation: 32 MiB on Hopper and later, else 4 MiB), so a
+  // candidate's cuBLAS calls may pick the same kernels as the eager baseline's; without one, cuBLAS falls back to a
+  // small default pool.
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  cudaDeviceProp properties{};
+  if (cublas != nullptr && cudaGetDeviceProperties(&properties, device_index) == cudaSuccess) {
+    workspace_bytes = size_t(properties.major >= 9 ? 32 : 4) << 20;
+    if (cudaMalloc(&workspace, workspace_bytes) != cudaSuccess) workspace = nullptr;
+  }
   cudaGetLastError();
   auto clock = make_cuda_clock(device_index, stream);
   if (!clock) return Error({RunFailure::no_device, clock.error()});
-  return std::make_unique<CudaDevice>(device_index, stream, cublas, std::move(*clock));
+  return std::make_unique<CudaDevice>(device_index, stream, cublas, workspace, workspace_bytes, std::move(*clock));
 }
 
 int cuda_device_count() {
