@@ -53,7 +53,9 @@ python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.versio
 
 step configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTORCH_CUDA_ARCH_LIST=9.0 \
   -DCMAKE_PREFIX_PATH="$deps/usr;$deps/usr/lib/x86_64-linux-gnu/cmake;$torch_prefix"
-step build cmake --build build-gpu -j "$(nproc)"
+# BUILD_TARGETS (e.g. "ca-crawl ca-filter"): only those, for a call that runs no unit tests.
+# shellcheck disable=SC2086 # the targets are words
+step build cmake --build build-gpu -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS}
 step cuda_runner build-gpu/bin/ca_core_tests --gtest_filter="${RUNNER_TESTS:-CudaRunner*:CpuDevice*:Runner*:Protocol*}"
 # The compiled baselines of the examples and the bench, in a few warm bridge processes rather than one cold one each.
 cat examples/candidates/cuda/tasks.jsonl bench/tasks.jsonl >"$OUT/baseline_tasks.jsonl"
