@@ -36,8 +36,8 @@ std::expected<TensorSpec, std::string> parse_spec(const char* spec_json) {
   Json spec = Json::parse(spec_json == nullptr ? "" : spec_json, nullptr, false);
   if (spec.is_discarded() || !spec.is_object()) return Error("the spec is not a JSON object");
   const std::string name = spec.value("name", std::string("x"));
-  auto program = parse_program(Json{{"inputs", Json::array({spec})}, {"nodes", Json::array()}, {"outputs", Json::array({name})}},
-                               "spec");
+  auto program = parse_program(
+      Json{{"inputs", Json::array({spec})}, {"nodes", Json::array()}, {"outputs", Json::array({name})}}, "spec");
   if (!program) return Error(program.error());
   return program->inputs.front();
 }
@@ -90,7 +90,8 @@ std::expected<std::string, std::string> digest(const void* data, uint64_t nbytes
   if (device < 0) return digest_bytes(data, nbytes);
 #ifdef CA_WITH_CUDA
   DigestSums sums;
-  auto done = on_device(device, [&] { return digest_on_device(data, nbytes, static_cast<cudaStream_t>(cuda_stream), sums); });
+  auto done =
+      on_device(device, [&] { return digest_on_device(data, nbytes, static_cast<cudaStream_t>(cuda_stream), sums); });
   if (!done) return Error(done.error());
   return finish_digest(sums, nbytes);
 #else
@@ -115,7 +116,8 @@ int ca_draw_tensor(const char* spec_json, uint64_t seed, uint64_t stream, void* 
   }
 }
 
-int ca_tensor_digest(const void* data, uint64_t nbytes, int device, void* cuda_stream, char* hex, char* err, size_t err_size) {
+int ca_tensor_digest(const void* data, uint64_t nbytes, int device, void* cuda_stream, char* hex, char* err,
+                     size_t err_size) {
   try {
     auto digest = ca::digest(data, nbytes, device, cuda_stream);
     if (!digest) return ca::report(digest.error(), err, err_size);

@@ -21,6 +21,7 @@ int ca_draw_tensor(const char* spec_json, uint64_t seed, uint64_t stream, void* 
 /// Writes the digest (ir/tensor_digest.h) of `nbytes` bytes at `data` to `hex`: 32 hex digits and a NUL, 33 bytes.
 /// Host memory when `device` < 0; else memory of CUDA device `device`, read by a kernel queued on `cuda_stream`
 /// after what is queued there, and waited for.
-int ca_tensor_digest(const void* data, uint64_t nbytes, int device, void* cuda_stream, char* hex, char* err, size_t err_size);
+int ca_tensor_digest(const void* data, uint64_t nbytes, int device, void* cuda_stream, char* hex, char* err,
+                     size_t err_size);
 
 }  // extern "C"

@@ -31,7 +31,8 @@ DigestSums sum_words(const uint8_t* data, uint64_t begin, uint64_t end) {
 
 std::string finish_digest(const DigestSums& sums, uint64_t nbytes) {
   char hex[33];
-  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(digest_mix_a(sums.a ^ digest_mix_b(nbytes + 0xbb67ae8584caa73bull))),
+  std::snprintf(hex, sizeof hex, "%016llx%016llx",
+                static_cast<unsigned long long>(digest_mix_a(sums.a ^ digest_mix_b(nbytes + 0xbb67ae8584caa73bull))),
                 static_cast<unsigned long long>(digest_mix_b(sums.b + digest_mix_a(nbytes ^ 0x3c6ef372fe94f82bull))));
   return hex;
 }
@@ -39,10 +40,12 @@ std::string finish_digest(const DigestSums& sums, uint64_t nbytes) {
 std::string digest_bytes(const void* data, uint64_t nbytes) {
   const auto* bytes = static_cast<const uint8_t*>(data);
   const uint64_t words = nbytes / 8;
-  const uint64_t threads = std::min<uint64_t>({std::max(1u, std::thread::hardware_concurrency()), k_max_digest_threads,
-                                               words / k_words_per_thread + 1});
+  const uint64_t threads = std::min<uint64_t>(
+      {std::max(1u, std::thread::hardware_concurrency()), k_max_digest_threads, words / k_words_per_thread + 1});
   std::vector<DigestSums> parts(threads);
-  auto sum_slice = [&](uint64_t slice) { parts[slice] = sum_words(bytes, words * slice / threads, words * (slice + 1) / threads); };
+  auto sum_slice = [&](uint64_t slice) {
+    parts[slice] = sum_words(bytes, words * slice / threads, words * (slice + 1) / threads);
+  };
   std::vector<std::thread> workers;
   for (uint64_t slice = 1; slice < threads; ++slice) {
     try {

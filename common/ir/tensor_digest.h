@@ -43,7 +43,9 @@ CA_HOST_DEVICE inline void digest_add_word(DigestSums& sums, uint64_t word, uint
 /// Word `index` of `nbytes` bytes at `data`, read a byte at a time (any alignment), zero-padded past the end.
 CA_HOST_DEVICE inline uint64_t digest_word_at(const uint8_t* data, uint64_t nbytes, uint64_t index) {
   uint64_t word = 0;
-  for (uint64_t byte = 0; byte < 8 && index * 8 + byte < nbytes; ++byte) word |= uint64_t(data[index * 8 + byte]) << (8 * byte);
+  for (uint64_t byte = 0; byte < 8 && index * 8 + byte < nbytes; ++byte) {
+    word |= uint64_t(data[index * 8 + byte]) << (8 * byte);
+  }
   return word;
 }
 

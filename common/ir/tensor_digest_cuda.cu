@@ -52,10 +52,13 @@ __global__ void digest_kernel(const uint8_t* data, uint64_t nbytes, unsigned lon
 // Zeroes `counters`, sums into them and copies them back to `host`, all on `cuda_stream`, then waits.
 cudaError_t digest_into(const void* data, uint64_t nbytes, cudaStream_t cuda_stream, unsigned long long* counters,
                         unsigned long long (&host)[2]) {
-  if (cudaError_t error = cudaMemsetAsync(counters, 0, 2 * sizeof *counters, cuda_stream); error != cudaSuccess) return error;
+  if (cudaError_t error = cudaMemsetAsync(counters, 0, 2 * sizeof *counters, cuda_stream); error != cudaSuccess) {
+    return error;
+  }
   const uint64_t words = (nbytes + 7) / 8;
   const auto blocks = unsigned(std::min<uint64_t>((words + k_threads - 1) / k_threads, k_max_blocks));
-  digest_kernel<<<std::max(blocks, 1u), k_threads, 0, cuda_stream>>>(static_cast<const uint8_t*>(data), nbytes, counters);
+  digest_kernel<<<std::max(blocks, 1u), k_threads, 0, cuda_stream>>>(static_cast<const uint8_t*>(data), nbytes,
+                                                                     counters);
   if (cudaError_t error = cudaGetLastError(); error != cudaSuccess) return error;
   if (cudaError_t error = cudaMemcpyAsync(host, counters, sizeof host, cudaMemcpyDeviceToHost, cuda_stream);
       error != cudaSuccess) {

@@ -30,8 +30,8 @@ std::string device_digest(const uint8_t* data, uint64_t nbytes) {
 TEST(CudaDigestTest, DeviceDigestEqualsHostDigestAtEveryAlignment) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   // 2^16 blocks of 256 threads take 2^24 words a pass; the largest size takes two passes and a tail.
-  for (uint64_t nbytes : {uint64_t(0), uint64_t(1), uint64_t(7), uint64_t(8), uint64_t(9), uint64_t(4099),
-                          (uint64_t(1) << 27) + 21}) {
+  for (uint64_t nbytes :
+       {uint64_t(0), uint64_t(1), uint64_t(7), uint64_t(8), uint64_t(9), uint64_t(4099), (uint64_t(1) << 27) + 21}) {
     std::vector<uint8_t> host(nbytes + 8);
     for (size_t i = 0; i < host.size(); ++i) host[i] = uint8_t(i * 131 + (i >> 9));
     uint8_t* device = nullptr;

@@ -19,7 +19,9 @@ std::vector<uint8_t> pattern(size_t n, uint8_t start = 0) {
 // The definition written out word by word, one thread: digest_bytes (threads, memcpy loads) must agree with it.
 std::string reference_digest(const std::vector<uint8_t>& bytes) {
   DigestSums sums;
-  for (uint64_t i = 0; i * 8 < bytes.size(); ++i) digest_add_word(sums, digest_word_at(bytes.data(), bytes.size(), i), i);
+  for (uint64_t i = 0; i * 8 < bytes.size(); ++i) {
+    digest_add_word(sums, digest_word_at(bytes.data(), bytes.size(), i), i);
+  }
   return finish_digest(sums, bytes.size());
 }
 
