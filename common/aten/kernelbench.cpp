@@ -9,6 +9,10 @@
 #include "ir/safetensors.h"
 #include "util/subprocess.h"
 
+#ifdef CA_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
 namespace ca {
 namespace {
 
@@ -21,15 +25,15 @@ fs::path executable_dir() {
   return ec ? fs::path() : self.parent_path();
 }
 
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
+
 // The bridge prints one line per problem; 200 problems take about 1 MB.
 constexpr size_t k_max_bridge_output = size_t(256) << 20;
 
-std::expected<void, std::string> dump_run(const Json& record, const Program& program, const KernelbenchImport& options) {
-  auto interpreter = Interpreter::create(program, "program");
-  if (!interpreter) return Error(interpreter.error());
-  std::vector<at::Tensor> tensors = make_tensors(program, options.seed, options.device);
-  auto outputs = interpreter->run(tensors);
-  if (!outputs) return Error(outputs.error());
+std::expected<void, std::string> dump(const Json& record, const Program& program, const std::vector<at::Tensor>& inputs,
+                                      const std::vector<at::Tensor>& outputs, const std::string& dump_dir) {
   std::vector<at::Tensor> host;  // keeps the bytes alive until written
   std::vector<SafetensorsTensor> entries;
   auto add = [&](const std::string& key, const at::Tensor& tensor) -> std::expected<void, std::string> {
@@ -41,14 +45,70 @@ std::expected<void, std::string> dump_run(const Json& record, const Program& pro
     return {};
   };
   for (size_t i = 0; i < program.inputs.size(); ++i) {
-    if (auto ok = add("inputs." + program.inputs[i].name, tensors[i]); !ok) return ok;
+    if (auto ok = add("inputs." + program.inputs[i].name, inputs[i]); !ok) return ok;
   }
-  for (size_t i = 0; i < outputs->size(); ++i) {
-    if (auto ok = add("outputs." + std::to_string(i), (*outputs)[i]); !ok) return ok;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (auto ok = add("outputs." + std::to_string(i), outputs[i]); !ok) return ok;
   }
   std::error_code ec;
-  fs::create_directories(options.dump_dir, ec);
-  return write_safetensors((fs::path(options.dump_dir) / (record["id"].get<std::string>() + ".safetensors")).string(), entries);
+  fs::create_directories(dump_dir, ec);
+  return write_safetensors((fs::path(dump_dir) / (record["id"].get<std::string>() + ".safetensors")).string(), entries);
+}
+
+std::expected<Json, std::string> digest_record(const Json& record, const Program& program,
+                                               const std::vector<at::Tensor>& inputs,
+                                               const std::vector<at::Tensor>& outputs,
+                                               const KernelbenchImport& options) {
+  Json out = {{"id", record["id"]},
+              {"seed", options.seed},
+              {"device", options.device.str()},
+              {"inputs", Json::array()},
+              {"outputs", Json::array()}};
+  for (size_t i = 0; i < program.inputs.size(); ++i) {
+    auto digest = tensor_digest(inputs[i]);
+    if (!digest) return Error(digest.error());
+    out["inputs"].push_back({{"name", program.inputs[i].name}, {"stream", i}, {"digest", *digest}});
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    auto dtype = from_scalar_type(outputs[i].scalar_type());
+    if (!dtype) {
+      return Error("outputs." + std::to_string(i) + ": dtype " + std::string(c10::toString(outputs[i].scalar_type())) +
+                   " has no digest");
+    }
+    auto digest = tensor_digest(outputs[i]);
+    if (!digest) return Error(digest.error());
+    out["outputs"].push_back({{"dtype", dtype_name(*dtype)}, {"shape", outputs[i].sizes().vec()}, {"digest", *digest}});
+  }
+  return out;
+}
+
+// Runs the task on inputs from the seed, then dumps and digests as the options say. Returns the digest record
+// (null without digests).
+std::expected<Json, std::string> run_for_check(const Json& record, const Program& program,
+                                               const KernelbenchImport& options) {
+  auto interpreter = Interpreter::create(program, "program");
+  if (!interpreter) return Error(interpreter.error());
+  std::vector<at::Tensor> tensors = make_tensors(program, options.seed, options.device);
+  auto outputs = interpreter->run(tensors);
+  if (!outputs) return Error(outputs.error());
+  if (!options.dump_dir.empty()) {
+    auto dumped = dump(record, program, tensors, *outputs, options.dump_dir);
+    if (!dumped) return Error("dump: " + dumped.error());
+  }
+  if (!options.digests) return Json();
+  auto digests = digest_record(record, program, tensors, *outputs, options);
+  if (!digests) return Error("digest: " + digests.error());
+  return digests;
+}
+
+// Gives the memory a task's run cached back to the device, so that other processes sharing the GPU (the
+// full-size check runs several imports at once) can have it.
+void release_cached_device_memory(const at::Device& device) {
+#ifdef CA_WITH_CUDA
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
+#else
+  (void)device;
+#endif
 }
 
 }  // namespace
@@ -105,15 +165,21 @@ std::expected<std::vector<Json>, std::string> run_import_bridge(const Kernelbenc
   return records;
 }
 
-std::expected<Json, std::string> finish_import(const Json& record, const KernelbenchImport& options) {
+std::expected<ImportedTask, std::string> finish_import(const Json& record, const KernelbenchImport& options) {
   auto checked = check_task(record, options.device);
   if (!checked) return Error(checked.error());
-  if (!options.dump_dir.empty()) {
-    auto program = parse_program((*checked)["program"], "program");
-    if (!program) return Error(program.error());
-    if (auto dumped = dump_run(*checked, *program, options); !dumped) return Error("dump: " + dumped.error());
+  if (options.dump_dir.empty() && !options.digests) return ImportedTask{std::move(*checked), Json()};
+  auto program = parse_program((*checked)["program"], "program");
+  if (!program) return Error(program.error());
+  std::expected<Json, std::string> digest;
+  try {  // ops' errors are values (the interpreter's); making inputs or copies throws, e.g. when memory runs out
+    digest = run_for_check(*checked, *program, options);
+  } catch (const c10::Error& error) {
+    digest = Error(first_line(error.what_without_backtrace()));
   }
-  return checked;
+  release_cached_device_memory(options.device);
+  if (!digest) return Error(digest.error());
+  return ImportedTask{std::move(*checked), std::move(*digest)};
 }
 
 Json import_error_record(const Json& record, const std::string& error) {

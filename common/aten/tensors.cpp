@@ -1,11 +1,13 @@
 #include "aten/tensors.h"
 
+#include "ir/tensor_digest.h"
 #include "ir/tensor_init.h"
 
 #ifdef CA_WITH_CUDA
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include "ir/tensor_digest_cuda.h"
 #include "ir/tensor_init_cuda.h"
 #endif
 
@@ -63,6 +65,26 @@ std::vector<at::Tensor> make_tensors(const Program& program, uint64_t seed, cons
   for (const auto& spec : program.inputs) tensors.push_back(make_tensor(spec, seed, stream++, device));
   for (const auto& spec : program.params) tensors.push_back(make_tensor(spec, seed, stream++, device));
   return tensors;
+}
+
+std::expected<std::string, std::string> tensor_digest(const at::Tensor& tensor) {
+  const at::Tensor bytes = tensor.contiguous();
+  const auto nbytes = uint64_t(bytes.nbytes());
+#ifdef CA_WITH_CUDA
+  if (bytes.is_cuda()) {
+    c10::cuda::CUDAGuard guard(bytes.device());
+    DigestSums sums;
+    cudaError_t error = digest_on_device(bytes.data_ptr(), nbytes, c10::cuda::getCurrentCUDAStream().stream(), sums);
+    if (error != cudaSuccess) {
+      return std::unexpected("digest on " + bytes.device().str() + ": " + cudaGetErrorString(error));
+    }
+    return finish_digest(sums, nbytes);
+  }
+#endif
+  if (!bytes.device().is_cpu()) {
+    return std::unexpected("digest: tensors on " + bytes.device().str() + " are not supported");
+  }
+  return digest_bytes(bytes.data_ptr(), nbytes);
 }
 
 std::vector<at::Tensor> make_meta_tensors(const Program& program) {

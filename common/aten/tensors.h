@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <expected>
+#include <string>
 #include <vector>
 
 #include <ATen/ATen.h>
@@ -22,6 +24,11 @@ at::Tensor make_tensor(const TensorSpec& spec, uint64_t seed, uint64_t stream, c
 
 /// Makes the program's inputs, then its params; tensor i uses stream i.
 std::vector<at::Tensor> make_tensors(const Program& program, uint64_t seed, const at::Device& device);
+
+/// The digest (ir/tensor_digest.h) of the tensor's bytes in row-major order (those of tensor.contiguous()),
+/// computed where the tensor lies: on its GPU, on its current stream, for a CUDA tensor. Returns a CUDA error as a
+/// message.
+std::expected<std::string, std::string> tensor_digest(const at::Tensor& tensor);
 
 /// Uninitialized tensors of the right shapes and dtypes on the meta device.
 std::vector<at::Tensor> make_meta_tensors(const Program& program);

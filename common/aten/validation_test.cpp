@@ -7,6 +7,7 @@
 
 #include "aten/interpreter.h"
 #include "aten/tensors.h"
+#include "ir/tensor_digest.h"
 #include "ir/tensor_init.h"
 
 namespace ca {
@@ -230,6 +231,32 @@ TEST(TensorsTest, MakeTensorOnCudaHoldsMakeTensorBytes) {
     }
   }
   EXPECT_GT(checked, 80);
+}
+
+// tensor_digest digests what .contiguous() holds, so a view and its copy agree, and one changed bit shows.
+TEST(TensorsTest, DigestIsOfTheRowMajorBytes) {
+  const at::Tensor t = at::arange(35, at::kFloat).reshape({5, 7});
+  const std::string digest = tensor_digest(t).value();
+  EXPECT_EQ(digest, digest_bytes(t.data_ptr(), t.nbytes()));
+  EXPECT_EQ(tensor_digest(t.t()).value(), tensor_digest(t.t().contiguous()).value());
+  EXPECT_NE(tensor_digest(t.t()).value(), digest) << "the same bytes in another order";
+  EXPECT_EQ(tensor_digest(t.narrow(1, 1, 3)).value(), tensor_digest(t.narrow(1, 1, 3).clone()).value());
+  at::Tensor changed = t.clone();
+  changed.view(at::kInt)[2][3].bitwise_xor_(1);  // the lowest mantissa bit of one element
+  EXPECT_NE(tensor_digest(changed).value(), digest);
+}
+
+// On a GPU the digest is computed there and must be the host's, views and odd offsets included. Skipped without one.
+TEST(TensorsTest, DigestOnCudaEqualsDigestOnCpu) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device";
+  const at::Tensor t = at::randn({257, 129}).to(at::kHalf);
+  const at::Tensor d = t.cuda();
+  // A view of the device tensor 6 bytes into its storage: contiguous() keeps it there, unaligned for 8-byte words.
+  EXPECT_EQ(tensor_digest(d.flatten().narrow(0, 3, 1001)).value(),
+            tensor_digest(t.flatten().narrow(0, 3, 1001)).value());
+  EXPECT_EQ(tensor_digest(d).value(), tensor_digest(t).value());
+  EXPECT_EQ(tensor_digest(d.t()).value(), tensor_digest(t.t()).value());
+  EXPECT_EQ(tensor_digest(d.narrow(1, 1, 77)).value(), tensor_digest(t.narrow(1, 1, 77)).value());
 }
 
 }  // namespace ca

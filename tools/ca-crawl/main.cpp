@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "aten/kernelbench.h"
 #include "aten/op_catalog.h"
@@ -18,7 +19,8 @@ namespace {
 
 // ca-crawl kernelbench: one record per problem file, in the bridge's order; a
 // problem that fails anywhere is reported and written as an import_error record.
-ExitCode import_kernelbench(KernelbenchImport options, const std::string& output) {
+// With a digests path, each imported task's digest record goes there, committed with the output.
+ExitCode import_kernelbench(KernelbenchImport options, const std::string& output, const std::string& digests_path) {
   for (const auto& dir : options.dirs) {
     if (!std::filesystem::is_directory(dir)) {
       error(dir, "no such directory");
@@ -28,6 +30,16 @@ ExitCode import_kernelbench(KernelbenchImport options, const std::string& output
   if (options.params_dir.empty()) {
     auto parent = std::filesystem::path(output).parent_path();
     options.params_dir = output == "-" || parent.empty() ? "." : parent.string();
+  }
+  options.digests = !digests_path.empty();
+  std::optional<JsonlWriter> digests;
+  if (options.digests) {
+    auto opened = JsonlWriter::open(digests_path);
+    if (!opened) {
+      error(digests_path, opened.error());
+      return ExitCode::io_error;
+    }
+    digests.emplace(std::move(*opened));
   }
   auto records = run_import_bridge(options);
   if (!records) {
@@ -40,20 +52,30 @@ ExitCode import_kernelbench(KernelbenchImport options, const std::string& output
     for (const auto& record : *records) {
       auto level = record.value("level", Json()).is_number() ? "level " + std::to_string(record["level"].get<int>()) : "other";
       ++per_level[level].second;
-      std::expected<Json, std::string> done = record.value("kind", "") == "import_error"
-                                                  ? std::unexpected(record.value("error", "import failed"))
-                                                  : finish_import(record, options);
-      Json out = done ? *done : import_error_record(record, done.error());
+      std::expected<ImportedTask, std::string> done = record.value("kind", "") == "import_error"
+                                                          ? std::unexpected(record.value("error", "import failed"))
+                                                          : finish_import(record, options);
+      Json out = done ? done->task : import_error_record(record, done.error());
       if (done) {
         ++imported;
         ++per_level[level].first;
       } else {
         error(record.value("file", record.value("id", "?")), done.error());
       }
+      if (digests && done && digests->write(done->digest) != JsonlWriter::Status::ok) {
+        error(digests_path, "writing failed");
+        return ExitCode::io_error;
+      }
       if (auto stop = emit(writer, out)) return *stop;
     }
     return imported == int(records->size()) ? ExitCode::ok : ExitCode::some_failed;
   });
+  if (digests && (code == ExitCode::ok || code == ExitCode::some_failed)) {
+    if (auto committed = digests->commit(); !committed) {
+      error(digests_path, committed.error());
+      return ExitCode::io_error;
+    }
+  }
   std::string summary = "imported " + std::to_string(imported) + " of " + std::to_string(records->size());
   std::string levels;
   for (const auto& [level, counts] : per_level) {
@@ -96,8 +118,12 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   kernelbench->add_option("--params-dir", import.params_dir, "Where the weights go (default: the output's folder)");
+  std::string digests_path;
   kernelbench->add_option("--dump", import.dump_dir, "Write each task's inputs and interpreter outputs here");
-  kernelbench->add_option("--device", device, "Device of the dump and of shape checking's fallback")
+  kernelbench->add_option("--digests", digests_path,
+                          "Run each task and write one line of input and output digests per task to FILE");
+  kernelbench
+      ->add_option("--device", device, "Device the tasks run on (--dump, --digests) and of shape checking's fallback")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
 
@@ -138,7 +164,7 @@ int main(int argc, char** argv) {
     if (device == "cuda" && !at::hasCUDA()) return to_int(usage_error("--device cuda: no CUDA device here"));
     import.seed = cli.common().seed;
     import.device = device == "cuda" ? at::Device(at::kCUDA) : at::Device(at::kCPU);
-    return to_int(import_kernelbench(import, output));
+    return to_int(import_kernelbench(import, output, digests_path));
   }
 
   return to_int(write_records(output, [&](JsonlWriter& writer) {
