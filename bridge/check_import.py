@@ -45,6 +45,7 @@ RTOL, ATOL = 1e-5, 1e-6
 TORCH_DTYPES = {name: dtype for dtype, name in DTYPES.items()}
 DEFAULT_LIBRARY = Path(__file__).resolve().parent.parent / "build" / "lib" / "libca_tensors.so"
 EQUAL = ("exact", "close")
+VERDICTS = ("exact", "close", "differs", "inexact", "error", "import_error")
 
 
 class Tensors:
@@ -250,7 +251,7 @@ def summarize_run(args):
     with open(args.summarize) as f:
         for line in f:
             parts = line.split()
-            if len(parts) >= 2 and not line.startswith("level "):
+            if len(parts) >= 2 and parts[0] in VERDICTS:
                 verdicts[parts[1]] = parts[0]
     problems = []
     if args.problems:
