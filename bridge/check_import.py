@@ -150,7 +150,9 @@ def check_dump(record, dump_dir, device):
     dump = dumped(record, dump_dir)
     if dump is None:
         raise FileNotFoundError(f"no {record['id']}.safetensors in {dump_dir}")
-    inputs = [dump[f"inputs.{spec['name']}"].to(device) for spec in record["program"]["inputs"]]
+    # Copied: load_file's tensors can sit at any 8-byte offset of the file, and a BLAS kernel's summation order
+    # may depend on its operands' alignment (level 1 problem 4 was "close" on them, bit-exact on copies).
+    inputs = [dump[f"inputs.{spec['name']}"].to(device, copy=True) for spec in record["program"]["inputs"]]
     expected = eager_outputs(record, inputs, device)
     return compare_values([dump[f"outputs.{i}"] for i in range(len(record["program"]["outputs"]))], expected)
 

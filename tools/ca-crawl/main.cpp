@@ -32,6 +32,12 @@ ExitCode import_kernelbench(KernelbenchImport options, const std::string& output
     options.params_dir = output == "-" || parent.empty() ? "." : parent.string();
   }
   options.digests = !digests_path.empty();
+  auto records = run_import_bridge(options);
+  if (!records) {
+    error(records.error());
+    return records.error() == "interrupted" ? ExitCode::interrupted : ExitCode::data_error;
+  }
+  // Opened once the bridge has run, as the output is: it makes the params folder, the output's by default.
   std::optional<JsonlWriter> digests;
   if (options.digests) {
     auto opened = JsonlWriter::open(digests_path);
@@ -40,11 +46,6 @@ ExitCode import_kernelbench(KernelbenchImport options, const std::string& output
       return ExitCode::io_error;
     }
     digests.emplace(std::move(*opened));
-  }
-  auto records = run_import_bridge(options);
-  if (!records) {
-    error(records.error());
-    return records.error() == "interrupted" ? ExitCode::interrupted : ExitCode::data_error;
   }
   std::map<std::string, std::pair<int, int>> per_level;  // "level 1" -> (imported, problems)
   int imported = 0;
