@@ -53,6 +53,7 @@ batch=${KB_BATCH:-0}
 [ "$batch" -gt 0 ] || batch=${#problems[@]}
 mode=digests
 [ "${KB_DUMP:-0}" = 1 ] && mode=dump
+[ "$mode" = dump ] || [ -f "$CA_TENSORS_LIB" ] || { echo "no $CA_TENSORS_LIB (build target ca_tensors)" >&2; exit 1; }
 
 # run_batch NAME MODE ALONE PROBLEM...: imports and checks the problems in one ca-crawl and one check process.
 # MODE: digests, dump or both (digests, with the dump deciding where they differ). ALONE (yes/no): whether this
