@@ -12,7 +12,7 @@
 # original Model run on them, its outputs digested the same way): equal digests are "exact", and no tensor is
 # written anywhere. Then, one at a time, problems run again alone: one whose digests differed ("inexact") with
 # --dump as well, so that its values decide (exact, close or differs); one that ran out of memory (a CUDA OOM from
-# sharing the GPU with the other batches) or lost its verdict to a crash, as before. KB_DUMP=1 is the old path:
+# sharing the GPU with the other batches) or lost its verdict to a crash (not to a usage error), as before. KB_DUMP=1 is the old path:
 # every task dumped (--dump) and its values compared.
 #
 # OUT_DIR gets check.txt (a line per task as it finishes, "VERDICT ID [DETAIL] (SECONDS s)", a second one for a
@@ -90,7 +90,8 @@ run_batch() {
     verdict=${line%% *}
     if [ "$verdict" = inexact ] && [ "$mode" = digests ]; then
       if [ "$alone" = yes ]; then run_batch "${name}d" both yes "$problem"; else echo "both $problem" >>"$work/retry.txt"; fi
-    elif [ "$alone" = no ] && { [ -z "$verdict" ] || grep -qiE '^(error|import_error) .*(out of memory|ALLOC_FAILED)' <<<"$line"; }; then
+    elif [ "$alone" = no ] && { { [ -z "$verdict" ] && [ "$crawl_code" -ne 64 ]; } ||
+                                 grep -qiE '^(error|import_error) .*(out of memory|ALLOC_FAILED)' <<<"$line"; }; then
       echo "$mode $problem" >>"$work/retry.txt"
     elif [ -z "$verdict" ]; then
       echo "error    $id no verdict: ca-crawl exit $crawl_code, see import.log" >>"$out/check.txt"
