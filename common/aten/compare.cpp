@@ -141,8 +141,10 @@ Comparison compare_output(const at::Tensor& out_any, const at::Tensor& ref_any, 
     result.message = message.str();
     return result;
   }
-  // Compare in float64 on the reference's device; integer outputs compare exactly through the same path.
-  at::Tensor out = out_any.to(ref_any.device(), at::kDouble).flatten().contiguous();
+  // Compare in float64 on the reference's device; integer outputs compare exactly through the same path. Moved in
+  // its own dtype first, then converted there: a blocking copy to the GPU with a dtype change converts on the host
+  // into a fresh pageable tensor, where the move alone is one DMA from the runner's page-locked output region.
+  at::Tensor out = out_any.to(ref_any.device()).to(at::kDouble).flatten().contiguous();
   at::Tensor ref = ref_any.to(at::kDouble).flatten().contiguous();
   if (out.numel() == 0) {
     result.ok = true;

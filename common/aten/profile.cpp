@@ -22,8 +22,8 @@ namespace {
 
 using Error = std::unexpected<std::string>;
 
-// Outputs of one round's calls are all kept (the runner's files, the baselines' copies) until they are compared;
-// every call's outputs are checked, so this bounds both memory and checking time per round.
+// Outputs of one round's calls are all kept (the runner's in its output region, the baselines' copies) until they are
+// compared; every call's outputs are checked, so this bounds both memory and checking time per round.
 constexpr double k_round_output_bytes = double(size_t(512) << 20);
 
 constexpr const char* k_method =
@@ -197,8 +197,13 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   Method eager = [&](const std::vector<at::Tensor>& inputs) { return interpreter->run(inputs); };
   Method compiled_run = [&](const std::vector<at::Tensor>& inputs) { return compiled->run(inputs); };
   RunnerOptions runner{backend, options.limits, options.runner, options.num_threads};
+  // Calls a round may have by the memory its outputs take.
+  const double by_memory = k_round_output_bytes / std::max(1.0, double(output_bytes));
+  // The largest round: timed calls as sized below (at least 2, at most max_calls and by_memory), plus the untimed
+  // first call. The runner's output region holds that many calls' outputs.
+  const size_t largest_round = size_t(std::max(2, std::min(options.max_calls, int(by_memory)))) + 1;
   // One sandboxed runner for every round: the sandbox, the device and the library start once (runner_calls.h).
-  auto session = RunnerSession::open(*program, *shapes, built->library, runner, options.rounds);
+  auto session = RunnerSession::open(*program, *shapes, built->library, runner, options.rounds, largest_round);
   if (!session) return Error(session.error());
   SeedSource source(options.seed);
   std::vector<double> times[3];  // candidate, eager, compile
@@ -270,7 +275,6 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
       // Enough calls that each method's measured time reaches min_ms over the rounds.
       double slowest = std::max({stats_of(times[0]).median, stats_of(times[1]).median, 1.0});
       double per_round = options.min_ms * 1000.0 / double(options.rounds - 1);
-      double by_memory = k_round_output_bytes / std::max(1.0, double(output_bytes));
       calls = std::clamp(int(std::min(std::ceil(per_round / slowest), by_memory)), 2, options.max_calls);
     }
   }

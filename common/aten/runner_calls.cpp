@@ -8,13 +8,14 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <filesystem>
+#include <memory>
 #include <sstream>
 #include <utility>
 
 #include "aten/tensors.h"
 #include "ir/tensor_init.h"
+#include "runner/output_region.h"
 #include "util/atomic_file.h"
 #include "util/remove_tree.h"
 
@@ -36,20 +37,38 @@ Json tensors_of(const Program& program) {
   return tensors;
 }
 
+// The bytes of each output, in order.
+std::vector<uint64_t> output_sizes(const std::vector<TensorShape>& shapes) {
+  std::vector<uint64_t> sizes;
+  for (const auto& shape : shapes) {
+    int64_t numel = 1;
+    for (int64_t size : shape.sizes) numel *= size;
+    sizes.push_back(uint64_t(numel) * at::elementSize(shape.dtype));
+  }
+  return sizes;
+}
+
 Json runner_request(const Program& program, const std::vector<TensorShape>& shapes, const std::string& library,
-                    const std::vector<RunnerCall>& calls, const std::string& io_dir, const RunnerOptions& options) {
+                    const std::vector<RunnerCall>& calls, const OutputRegion& region, const OutputLayout& layout,
+                    const std::string& io_dir, const RunnerOptions& options) {
   Json outputs = Json::array();
   for (const auto& shape : shapes) outputs.push_back({{"dtype", dtype_name(*from_scalar_type(shape.dtype))}, {"shape", shape.sizes}});
   const Json signed_tensors = tensors_of(with_signed_inputs(program));
   Json call_list = Json::array();
   for (size_t i = 0; i < calls.size(); ++i) {
-    Json call = {{"seed", calls[i].seed}, {"output_file", "out-" + std::to_string(i) + ".bin"}};
+    Json call = {{"seed", calls[i].seed}, {"output_offsets", layout.offsets[i]}};
     if (calls[i].signed_inputs) call["tensors"] = signed_tensors;
     call_list.push_back(std::move(call));
   }
-  return {{"library", library},         {"backend", backend_name(options.backend)}, {"device_index", 0},
-          {"num_threads", options.num_threads}, {"tensors", tensors_of(program)},    {"outputs", outputs},
-          {"calls", call_list},         {"output_dir", io_dir}};
+  return {{"library", library},
+          {"backend", backend_name(options.backend)},
+          {"device_index", 0},
+          {"num_threads", options.num_threads},
+          {"tensors", tensors_of(program)},
+          {"outputs", outputs},
+          {"calls", call_list},
+          {"output_region", {{"path", region.path()}, {"bytes", region.size()}}},
+          {"output_dir", io_dir}};
 }
 
 // One report slot per call of the request; a call without a report crashed or hung the runner.
@@ -68,22 +87,39 @@ std::expected<std::vector<std::optional<CallReport>>, std::string> read_reports(
   return reports;
 }
 
-std::vector<at::Tensor> read_outputs(const std::string& path, const std::vector<TensorShape>& shapes, std::string& problem) {
-  std::vector<at::Tensor> outputs;
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    problem = "no output file";
-    return outputs;
+// A call's outputs as views of the region (no copy), each keeping the region mapped. The runner decided nothing
+// here: the offsets are the layout's, and a range the file no longer backs (truncated, or a page punched out) is
+// refused before anything reads it.
+std::vector<at::Tensor> output_views(const std::shared_ptr<OutputRegion>& region, const std::vector<uint64_t>& offsets,
+                                     const std::vector<TensorShape>& shapes, const CallReport& report, std::string& problem) {
+  const std::vector<uint64_t> sizes = output_sizes(shapes);
+  uint64_t expected = 0;
+  for (uint64_t size : sizes) expected += size;
+  if (report.output_bytes < 0) {
+    problem = "no output written";
+    return {};
   }
-  // Straight into the tensors: a round's outputs can be gigabytes.
-  for (const auto& shape : shapes) {
-    at::Tensor tensor = at::empty(shape.sizes, at::TensorOptions().dtype(shape.dtype));
-    auto size = std::streamsize(tensor.nbytes());
-    if (!file.read(static_cast<char*>(tensor.data_ptr()), size) || file.gcount() != size) {
-      problem = "output file is short";
+  if (uint64_t(report.output_bytes) < expected) {
+    problem = "output is short: the runner reported " + std::to_string(report.output_bytes) + " of " + std::to_string(expected) +
+              " bytes written";
+    return {};
+  }
+  if (uint64_t(report.output_bytes) > expected) {
+    problem = "the runner reported " + std::to_string(report.output_bytes) + " bytes of output written, not " + std::to_string(expected);
+    return {};
+  }
+  std::vector<at::Tensor> outputs;
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    const auto options = at::TensorOptions().dtype(shapes[k].dtype);
+    if (sizes[k] == 0) {
+      outputs.push_back(at::empty(shapes[k].sizes, options));
+      continue;
+    }
+    if (!region->holds(offsets[k], sizes[k])) {
+      problem = "output " + std::to_string(k) + " is gone from the output region (its file was cut short or punched)";
       return {};
     }
-    outputs.push_back(tensor);
+    outputs.push_back(at::from_blob(region->data() + offsets[k], shapes[k].sizes, [region](void*) {}, options));
   }
   return outputs;
 }
@@ -138,24 +174,37 @@ struct RunDir {
   }
 };
 
-// What every runner invocation shares: the run directory, the program with absolute file paths, and the sandbox
-// (argv still to be set) that may read the runner, the library and the param files.
+// What every runner invocation shares: the run directory, the output region and its layout, the program with
+// absolute file paths, and the sandbox (argv still to be set) that may read the runner, the library and the param
+// files.
 struct RunnerSetup {
   RunDir run_dir;
+  std::shared_ptr<OutputRegion> region;  // also held by every output view handed out
+  OutputLayout layout;                   // for the most calls an invocation may have
   Program program;
   std::string runner;
   SandboxSpec spec;
 };
 
-std::expected<RunnerSetup, std::string> set_up(const Program& program, const std::string& library, const RunnerOptions& options) {
+// `calls`: the most calls one request will have; the region holds all their outputs at once.
+std::expected<RunnerSetup, std::string> set_up(const Program& program, const std::vector<TensorShape>& shapes, const std::string& library,
+                                               const RunnerOptions& options, size_t calls) {
   RunnerSetup setup;
-  std::string dir = (std::filesystem::temp_directory_path() / "ca-run-XXXXXX").string();
-  if (mkdtemp(dir.data()) == nullptr) return Error("cannot create a run directory under /tmp");
+  setup.layout = layout_outputs(output_sizes(shapes), calls);
+  // RAM-backed where there is room, so neither side's pages are ever written back to a disk.
+  const std::string parent = run_files_dir(setup.layout.bytes);
+  std::string dir = parent + "/ca-run-XXXXXX";
+  if (mkdtemp(dir.data()) == nullptr) return Error("cannot create a run directory under " + parent);
   setup.run_dir.dir = dir;
-  if (chmod(dir.c_str(), 0755) != 0) return Error("cannot create a run directory under /tmp");
+  if (chmod(dir.c_str(), 0755) != 0) return Error("cannot create a run directory under " + parent);
   setup.run_dir.io = dir + "/io";
   std::error_code ec;
   if (!std::filesystem::create_directory(setup.run_dir.io, ec)) return Error("cannot create " + setup.run_dir.io);
+  auto region = OutputRegion::create(setup.run_dir.io, setup.layout.bytes);
+  if (!region) return Error(region.error());
+  setup.region = std::make_shared<OutputRegion>(std::move(*region));
+  // Page-locked here too, so that moving the outputs to the GPU for the comparison is one DMA; pageable otherwise.
+  if (options.backend == Backend::cuda) setup.region->pin();
   auto absolute = with_absolute_files(program);
   if (!absolute) return Error(absolute.error());
   setup.program = std::move(*absolute);
@@ -166,14 +215,17 @@ std::expected<RunnerSetup, std::string> set_up(const Program& program, const std
   for (const auto& file : param_files(setup.program)) setup.spec.readable.push_back(file);
   setup.spec.gpu = options.backend == Backend::cuda;
   setup.spec.limits = options.limits;
+  // The runner maps the whole region: the harness's memory, not the candidate's, so the address-space limit grows.
+  setup.spec.limits.memory_bytes += int64_t(setup.layout.bytes);
   return setup;
 }
 
-// Writes the request for `calls` (outputs to io_dir) to `path`, readable by the sandbox's unprivileged user.
+// Writes the request for `calls` (results to io_dir) to `path`, readable by the sandbox's unprivileged user.
 std::expected<void, std::string> write_request(const std::string& path, const RunnerSetup& setup, const std::vector<TensorShape>& shapes,
                                                const std::string& library, const std::vector<RunnerCall>& calls,
                                                const std::string& io_dir, const RunnerOptions& options) {
-  auto written = write_file_atomic(path, runner_request(setup.program, shapes, library, calls, io_dir, options).dump());
+  Json request = runner_request(setup.program, shapes, library, calls, *setup.region, setup.layout, io_dir, options);
+  auto written = write_file_atomic(path, request.dump());
   if (!written) return Error(written.error());
   chmod(path.c_str(), 0644);
   return {};
@@ -183,10 +235,11 @@ double microseconds(std::chrono::steady_clock::duration elapsed) {
   return double(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count()) / 1000.0;
 }
 
-// Fills the outcome's calls from what the runner left in io_dir, and marks the reports untrusted when they sum past
-// outcome.elapsed_us.
-std::expected<void, std::string> collect(RunnerOutcome& outcome, const std::string& io_dir, const std::vector<TensorShape>& shapes,
-                                         size_t calls) {
+// Fills the outcome's calls from what the runner left in io_dir and the output region, and marks the reports
+// untrusted when they sum past outcome.elapsed_us. Only once the runner has exited or is stopped: nothing in the
+// sandbox may change the region while this checks and views it.
+std::expected<void, std::string> collect(RunnerOutcome& outcome, const std::string& io_dir, const RunnerSetup& setup,
+                                         const std::vector<TensorShape>& shapes, size_t calls) {
   auto reports = read_reports(io_dir + "/" + std::string(k_results_file), calls, outcome.load_error);
   if (!reports) return Error(reports.error());
   double reported_us = 0;
@@ -194,7 +247,7 @@ std::expected<void, std::string> collect(RunnerOutcome& outcome, const std::stri
     RunnerCallResult result;
     result.report = (*reports)[i];
     if (result.report && result.report->ok()) {
-      result.outputs = read_outputs(io_dir + "/out-" + std::to_string(i) + ".bin", shapes, result.output_problem);
+      result.outputs = output_views(setup.region, setup.layout.offsets[i], shapes, *result.report, result.output_problem);
       reported_us += result.report->wall_us;
     }
     outcome.calls.push_back(std::move(result));
@@ -216,7 +269,7 @@ constexpr double k_session_exit_s = 10;
 std::expected<RunnerOutcome, std::string> run_in_runner(const Program& program, const std::vector<TensorShape>& shapes,
                                                         const std::string& library, const std::vector<RunnerCall>& calls,
                                                         const RunnerOptions& options) {
-  auto setup = set_up(program, library, options);
+  auto setup = set_up(program, shapes, library, options, calls.size());
   if (!setup) return Error(setup.error());
   std::string request_path = setup->run_dir.dir + "/request.json";
   if (auto written = write_request(request_path, *setup, shapes, library, calls, setup->run_dir.io, options); !written) {
@@ -231,7 +284,7 @@ std::expected<RunnerOutcome, std::string> run_in_runner(const Program& program, 
   RunnerOutcome outcome;
   outcome.sandbox = std::move(*ran);
   outcome.elapsed_us = microseconds(elapsed);
-  if (auto collected = collect(outcome, setup->run_dir.io, shapes, calls.size()); !collected) return Error(collected.error());
+  if (auto collected = collect(outcome, setup->run_dir.io, *setup, shapes, calls.size()); !collected) return Error(collected.error());
   return outcome;
 }
 
@@ -243,6 +296,7 @@ struct RunnerSession::State {
   std::optional<SandboxSession> sandbox;  // from the first run until the runner ends
   std::optional<SandboxResult> ended;     // how the runner ended, once it did
   int rounds = 0;                         // run() calls so far
+  size_t largest_round = 0;               // calls the output region has room for
 };
 
 RunnerSession::RunnerSession(std::unique_ptr<State> state) : m_state(std::move(state)) {}
@@ -253,10 +307,10 @@ RunnerSession::~RunnerSession() {
 
 std::expected<RunnerSession, std::string> RunnerSession::open(const Program& program, const std::vector<TensorShape>& shapes,
                                                               const std::string& library, const RunnerOptions& options,
-                                                              int rounds) {
+                                                              int rounds, size_t largest_round) {
   RunnerOptions session_options = options;
   session_options.limits.cpu_s = options.limits.cpu_s * std::max(1, rounds);
-  auto setup = set_up(program, library, session_options);
+  auto setup = set_up(program, shapes, library, session_options, largest_round);
   if (!setup) return Error(setup.error());
   setup->spec.argv = {setup->runner, "--serve"};
   auto state = std::unique_ptr<State>(new State{.setup = std::move(*setup),
@@ -265,7 +319,8 @@ std::expected<RunnerSession, std::string> RunnerSession::open(const Program& pro
                                                 .options = session_options,
                                                 .sandbox = std::nullopt,
                                                 .ended = std::nullopt,
-                                                .rounds = 0});
+                                                .rounds = 0,
+                                                .largest_round = largest_round});
   return RunnerSession(std::move(state));
 }
 
@@ -273,8 +328,15 @@ const RunnerOptions& RunnerSession::options() const { return m_state->options; }
 
 std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<RunnerCall>& calls) {
   State& s = *m_state;
+  if (calls.size() > s.largest_round) {
+    return Error("a round of " + std::to_string(calls.size()) + " calls does not fit in the session's output region, made for " +
+                 std::to_string(s.largest_round));
+  }
+  // The runner is about to write over the region that an earlier round's outputs are views of.
+  if (s.setup.region.use_count() > 1) return Error("an earlier round's outputs are still in use; drop them before the next round");
   const int round = s.rounds++;
-  // Each round has its own output directory, which the runner makes, so no file of an earlier round is read again.
+  // Each round has its own results directory, which the runner makes, so no report of an earlier round is read again;
+  // the outputs of every round go to the same region.
   const std::string io_dir = s.setup.run_dir.io + "/round-" + std::to_string(round);
   const std::string request_path = s.setup.run_dir.dir + "/request-" + std::to_string(round) + ".json";
   RunnerOutcome outcome;
@@ -317,7 +379,7 @@ std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<R
     outcome.sandbox = std::move(*result);
   }
   outcome.elapsed_us = microseconds(elapsed);
-  if (auto collected = collect(outcome, io_dir, s.shapes, calls.size()); !collected) return Error(collected.error());
+  if (auto collected = collect(outcome, io_dir, s.setup, s.shapes, calls.size()); !collected) return Error(collected.error());
   if (line->has_value() && answer != "done" && outcome.untrusted.empty()) {
     outcome.untrusted = "the runner answered \"" + answer.substr(0, 80) + "\" instead of \"done\", so its reports cannot be believed";
   }

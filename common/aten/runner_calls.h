@@ -1,6 +1,7 @@
 // The sandboxed ca-runner for a built candidate: one invocation (run_in_runner, ca-verify) or one process serving
-// every round of a profile (RunnerSession, ca-profile). Seeds go in, the runner's reports and each call's outputs
-// come back. Both sides draw the inputs from the seeds themselves, and the reference never leaves this process.
+// every round of a profile (RunnerSession, ca-profile). Seeds go in, the runner's reports come back, and each call's
+// outputs come back in an output region both processes map (runner/output_region.h), read here in place. Both sides
+// draw the inputs from the seeds themselves, and the reference never leaves this process.
 #pragma once
 
 #include <cstdint>
@@ -33,8 +34,11 @@ struct RunnerOptions {
 
 struct RunnerCallResult {
   std::optional<CallReport> report;  // nullopt: the call crashed or hung the runner
-  std::vector<at::Tensor> outputs;   // on the CPU; empty when the call wrote none
-  std::string output_problem;        // "no output file", "output file is short"
+  /// On the CPU: views of the output region, no copies (page-locked on cuda, so moving them to the GPU is one DMA).
+  /// Each keeps the region mapped; a session's next run() writes over them, so it refuses while any is alive. Empty
+  /// when the call wrote none.
+  std::vector<at::Tensor> outputs;
+  std::string output_problem;  // "no output written", "output is short: ...", or the region lost the output
 };
 
 struct RunnerOutcome {
@@ -63,14 +67,16 @@ class SeedSource {
 Program with_signed_inputs(const Program& program);
 
 /// Runs `library` (built for options.backend) on `calls` in the sandboxed runner. Fails only when the harness
-/// itself fails (no run directory, no sandbox, unreadable results); the candidate's failures are in the outcome.
+/// itself fails (no run directory, no room for the output region, no sandbox, unreadable results); the candidate's
+/// failures are in the outcome, whose output views keep the region mapped as long as they live.
 std::expected<RunnerOutcome, std::string> run_in_runner(const Program& program, const std::vector<TensorShape>& shapes,
                                                         const std::string& library, const std::vector<RunnerCall>& calls,
                                                         const RunnerOptions& options);
 
 /// One sandboxed runner (ca-runner --serve) for all the rounds of a profile, so that the sandbox, the device and
-/// the library are set up once. Each run() is one request, answered as run_in_runner answers it: its outputs in a
-/// directory of its own (io/round-K), its elapsed_us from sending the request to reading the runner's "done", and
+/// the library are set up once. Each run() is one request, answered as run_in_runner answers it: its results in a
+/// directory of its own (io/round-K), its outputs in the session's one output region (sized at open for the largest
+/// round, mapped and pinned once on both sides), its elapsed_us from sending the request to reading the runner's "done", and
 /// its wall limit options.limits.wall_s (the first round's includes the start-up). RLIMIT_CPU counts the whole
 /// process, so the session's CPU limit is options.limits.cpu_s * rounds (options() has it). Buffers stay at fresh
 /// addresses across rounds: the runner keeps one Device. Between rounds the sandbox is paused (SIGSTOP), so nothing
@@ -79,16 +85,19 @@ std::expected<RunnerOutcome, std::string> run_in_runner(const Program& program, 
 /// later runs report every call missing, with the same sandbox result.
 class RunnerSession {
  public:
-  /// Makes the run directory; the runner starts with the first run(). Fails as run_in_runner does.
+  /// Makes the run directory and an output region for `largest_round` calls; the runner starts with the first run().
+  /// Fails as run_in_runner does, or when the region cannot be had.
   static std::expected<RunnerSession, std::string> open(const Program& program, const std::vector<TensorShape>& shapes,
-                                                       const std::string& library, const RunnerOptions& options, int rounds);
+                                                       const std::string& library, const RunnerOptions& options, int rounds,
+                                                       size_t largest_round);
   RunnerSession(RunnerSession&&) noexcept;
   RunnerSession& operator=(RunnerSession&&) = delete;
   /// Finishes the runner if it still runs, and removes the run directory.
   ~RunnerSession();
 
   /// Runs `calls` as one round. Fails only when the harness fails (an unwritable request, no sandbox, unreadable
-  /// results, an interrupt).
+  /// results, an interrupt) or is misused: more calls than open() made room for, or outputs of an earlier round
+  /// still alive.
   std::expected<RunnerOutcome, std::string> run(const std::vector<RunnerCall>& calls);
   /// Closes the runner's stdin and waits for it to exit (killing it after 10 s); how it ended, or nullopt when it
   /// never started. Later runs report every call missing.

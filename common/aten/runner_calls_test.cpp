@@ -2,8 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "util/atomic_file.h"
+
 namespace ca {
 namespace {
+
+namespace fs = std::filesystem;
 
 // One invocation with a single call reported as `report`.
 RunnerOutcome outcome_of(std::optional<CallReport> report) {
@@ -56,6 +65,145 @@ TEST(CallFailureTest, EachReportedProblemHasItsStage) {
   spun.sandbox.signal = 24;
   spun.sandbox.limit_hit = "cpu";
   EXPECT_EQ(stage_of(spun), "timeout");
+}
+
+// Fake runners: shell scripts that stand in for ca-runner inside the real sandbox and write what a runner (or a
+// candidate that took it over) could write: results lines, bytes in the output region, or damage to it. The request
+// is $1 (one invocation) or a line of stdin (--serve); its results go to $io (io/, or io/round-K for
+// request-K.json), and $region is the one io/outputs-*.bin. Each call's output, two float32 values, is 8 bytes at
+// offset 4096 * call.
+const char* const k_reports = R"(report() {  # call output_bytes? -> one results line
+  bytes=${2:+,\"output_bytes\":$2}
+  printf '{"call":%s,"seed":1,"rc":0,"inputs_changed":false,"wall_us":1%s,"ok":true}\n' "$1" "$bytes"
+}
+put() {  # call -> 1.0f and 2.0f (or 3.0f and 4.0f for odd calls) into the call's slice
+  if [ $(($1 % 2)) = 0 ]; then value='\000\000\200\077\000\000\000\100'; else value='\000\000\100\100\000\000\200\100'; fi
+  printf "$value" | dd of="$region" bs=4096 seek="$1" conv=notrunc 2>/dev/null
+}
+)";
+
+class FakeRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = fs::path(::testing::TempDir()) / ("ca-fake-runner-" + std::to_string(getpid()));
+    fs::create_directories(m_dir);
+    ::chmod(m_dir.c_str(), 0755);  // the sandbox's user reaches the scripts and the library through it
+    m_library = (m_dir / "candidate.so").string();
+    ASSERT_TRUE(write_file_atomic(m_library, ""));
+    ::chmod(m_library.c_str(), 0644);
+    auto program = parse_program(Json::parse(R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [2], "init": "randn"}],
+      "nodes": [{"op": "aten::relu", "args": ["%x"], "out": ["y"]}], "outputs": ["y"]})"));
+    ASSERT_TRUE(program) << program.error();
+    m_program = *program;
+  }
+  void TearDown() override { fs::remove_all(m_dir); }
+
+  // A one-shot runner whose body runs with io set to the results directory.
+  RunnerOptions one_shot(const std::string& name, const std::string& body) {
+    return options(name, std::string("#!/bin/sh\n") + k_reports + "io=$(dirname \"$1\")/io; region=$(ls \"$io\"/outputs-*.bin)\n{\n" + body + "} > \"$io/results.jsonl\"\n");
+  }
+  // A --serve runner: the body runs once per request line, with io set to that round's results directory.
+  RunnerOptions served(const std::string& name, const std::string& body) {
+    return options(name, std::string("#!/bin/sh\n") + k_reports +
+                             "while read request; do\n"
+                             "  round=$(basename \"$request\" .json); io=$(dirname \"$request\")/io/round-${round#request-}\n"
+                             "  region=$(ls \"$(dirname \"$request\")\"/io/outputs-*.bin)\n"
+                             "  mkdir -p \"$io\"\n  {\n" + body + "  } > \"$io/results.jsonl\"\n  echo done\ndone\n");
+  }
+  RunnerOptions options(const std::string& name, const std::string& script) {
+    std::string path = (m_dir / name).string();
+    EXPECT_TRUE(write_file_atomic(path, script));
+    ::chmod(path.c_str(), 0755);
+    RunnerOptions options;
+    options.runner = path;
+    options.limits.wall_s = 30;
+    return options;
+  }
+  std::vector<TensorShape> shapes() const { return {{{2}, at::kFloat}}; }
+
+  fs::path m_dir;
+  std::string m_library;
+  Program m_program;
+};
+
+std::vector<float> values(const at::Tensor& tensor) {
+  return {tensor.data_ptr<float>(), tensor.data_ptr<float>() + tensor.numel()};
+}
+
+TEST_F(FakeRunnerTest, OutputsAreViewsOfTheRegionThatOutliveTheRun) {
+  auto ran = run_in_runner(m_program, shapes(), m_library, {{1, false}, {2, true}},
+                           one_shot("writes", "echo '{\"event\":\"loaded\"}'\nput 0; report 0 8\nput 1; report 1 8\n"));
+  ASSERT_TRUE(ran) << ran.error();
+  ASSERT_EQ(ran->calls.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_FALSE(call_failure(*ran, i, "trial", RunnerOptions{})) << ran->sandbox.err;
+    ASSERT_EQ(ran->calls[i].outputs.size(), 1u);
+    EXPECT_EQ(ran->calls[i].outputs[0].sizes(), at::IntArrayRef({2}));
+    EXPECT_EQ(ran->calls[i].outputs[0].scalar_type(), at::kFloat);
+  }
+  // The run directory is gone; the views keep the region mapped.
+  EXPECT_EQ(values(ran->calls[0].outputs[0]), (std::vector<float>{1, 2}));
+  EXPECT_EQ(values(ran->calls[1].outputs[0]), (std::vector<float>{3, 4}));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(ran->calls[1].outputs[0].data_ptr()) -
+                reinterpret_cast<uintptr_t>(ran->calls[0].outputs[0].data_ptr()),
+            4096u)
+      << "no copy: both are views of one mapping";
+}
+
+TEST_F(FakeRunnerTest, AnOutputTheRunnerDidNotWriteIsMissing) {
+  auto ran = run_in_runner(m_program, shapes(), m_library, {{1, false}, {2, false}},
+                           one_shot("lazy", "echo '{\"event\":\"loaded\"}'\nreport 0\nput 1; report 1 4\n"));
+  ASSERT_TRUE(ran) << ran.error();
+  EXPECT_EQ(ran->calls[0].output_problem, "no output written");
+  EXPECT_TRUE(ran->calls[0].outputs.empty());
+  auto failure = call_failure(*ran, 0, "trial 1/2", RunnerOptions{});
+  ASSERT_TRUE(failure);
+  EXPECT_EQ(failure->stage, "run");
+  EXPECT_EQ(failure->message, "trial 1/2: no output written");
+  EXPECT_EQ(ran->calls[1].output_problem, "output is short: the runner reported 4 of 8 bytes written");
+}
+
+TEST_F(FakeRunnerTest, ARegionCutShortOrPunchedIsNeverRead) {
+  // Reading a page the file no longer has would be SIGBUS in this process; the runner cannot arrange that.
+  auto ran = run_in_runner(m_program, shapes(), m_library, {{1, false}, {2, false}},
+                           one_shot("vandal", "echo '{\"event\":\"loaded\"}'\nput 0; put 1\n"
+                                              "fallocate --punch-hole --offset 0 --length 4096 \"$region\"\n"
+                                              "report 0 8\ntruncate -s 4096 \"$region\"\nreport 1 8\n"));
+  ASSERT_TRUE(ran) << ran.error();
+  EXPECT_EQ(ran->calls[0].output_problem, "output 0 is gone from the output region (its file was cut short or punched)")
+      << ran->sandbox.err;
+  EXPECT_EQ(ran->calls[1].output_problem, "output 0 is gone from the output region (its file was cut short or punched)");
+}
+
+TEST_F(FakeRunnerTest, ASessionReusesItsRegionOnlyOnceTheOutputsAreDropped) {
+  RunnerOptions options = served("serve", "    echo '{\"event\":\"loaded\"}'\n    put 0; report 0 8\n    put 1; report 1 8\n");
+  auto session = RunnerSession::open(m_program, shapes(), m_library, options, 3, 2);
+  ASSERT_TRUE(session) << session.error();
+  std::optional<RunnerOutcome> first;
+  {
+    auto ran = session->run({{1, false}, {2, false}});
+    ASSERT_TRUE(ran) << ran.error();
+    first = std::move(*ran);
+  }
+  ASSERT_FALSE(call_failure(*first, 1, "call", session->options())) << first->sandbox.err;
+  EXPECT_EQ(values(first->calls[1].outputs[0]), (std::vector<float>{3, 4}));
+
+  auto refused = session->run({{3, false}});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error(), "an earlier round's outputs are still in use; drop them before the next round");
+  first.reset();
+
+  auto bigger = session->run({{3, false}, {4, false}, {5, false}});
+  ASSERT_FALSE(bigger);
+  EXPECT_EQ(bigger.error(), "a round of 3 calls does not fit in the session's output region, made for 2");
+
+  auto second = session->run({{3, false}, {4, false}});
+  ASSERT_TRUE(second) << second.error();
+  EXPECT_EQ(values(second->calls[0].outputs[0]), (std::vector<float>{1, 2}));
+  EXPECT_EQ(second->sandbox.exit_code, 0);
+  auto ended = session->finish();
+  ASSERT_TRUE(ended);
+  EXPECT_EQ(ended->exit_code, 0) << ended->err;
 }
 
 }  // namespace

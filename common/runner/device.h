@@ -42,9 +42,10 @@ class Device {
                                                       uint64_t stream) = 0;
   /// A buffer of `bytes` filled with fill_poison(dtype), at a fresh address. Fails with io_error.
   virtual std::expected<void*, RunError> fresh_poisoned(DType dtype, size_t bytes, const std::string& what) = 0;
-  /// The `bytes` at `data` as host memory: a view of the buffer itself on cpu; on cuda a copy in the device's pinned
-  /// staging buffer, valid until the next read.
-  virtual std::expected<std::span<const uint8_t>, RunError> read(const void* data, size_t bytes) = 0;
+  /// Copies the first `to.size()` bytes of `data`, a buffer of this call, into host memory `to` (a slice of the
+  /// output region). cpu: memcpy. cuda: one DMA when `to` is page-locked (OutputRegion::pin), else through pinned
+  /// staging memory (pageable memory where even that cannot be had). Fails with context_lost when the device fails.
+  virtual std::expected<void, RunError> copy_out(const void* data, std::span<uint8_t> to) = 0;
   /// Right before ca_forward: waits for the copies, undoes state a previous call may have left (persisting L2,
   /// EXPLOITS C8) and clears stale errors. Fails with context_lost when the device is unusable.
   virtual std::expected<void, RunError> before_call() = 0;

@@ -72,8 +72,9 @@ class CpuDevice final : public Device {
     return *block;
   }
 
-  std::expected<std::span<const uint8_t>, RunError> read(const void* data, size_t bytes) override {
-    return std::span<const uint8_t>(static_cast<const uint8_t*>(data), bytes);
+  std::expected<void, RunError> copy_out(const void* data, std::span<uint8_t> to) override {
+    if (!to.empty()) std::memcpy(to.data(), data, to.size());
+    return {};
   }
 
   std::expected<void, RunError> before_call() override { return {}; }

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstring>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -104,7 +105,7 @@ class CudaDevice final : public Device {
                                               uint64_t stream) override {
     const auto count = uint64_t(spec.numel());
     if (spec.init.dist == Dist::file) {
-      auto bytes = read(data, count * dtype_size(spec.dtype));
+      auto bytes = stage(data, count * dtype_size(spec.dtype));
       if (!bytes) return Error(bytes.error());
       return hash_bytes(*bytes) != m_file_hashes.at(data);
     }
@@ -128,28 +129,19 @@ class CudaDevice final : public Device {
     return *data;
   }
 
-  // Into pinned memory kept across calls: a fresh pageable buffer each call costs page faults and a staged copy.
-  // Where that much cannot be pinned, into pageable memory, as before.
-  std::expected<std::span<const uint8_t>, RunError> read(const void* data, size_t bytes) override {
-    if (bytes == 0) return std::span<const uint8_t>();
-    if (bytes > m_staging_bytes && bytes > m_pageable.size()) {
-      cudaFreeHost(m_staging);
-      m_staging = nullptr;
-      m_staging_bytes = 0;
-      if (cudaMallocHost(&m_staging, bytes) == cudaSuccess) {
-        m_staging_bytes = bytes;
-      } else {
-        cudaGetLastError();
-        m_staging = nullptr;
-        m_pageable.resize(bytes);
-      }
+  std::expected<void, RunError> copy_out(const void* data, std::span<uint8_t> to) override {
+    if (to.empty()) return {};
+    if (!page_locked(to.data())) {
+      auto staged = stage(data, to.size());
+      if (!staged) return Error(staged.error());
+      std::memcpy(to.data(), staged->data(), to.size());
+      return {};
     }
-    void* host = bytes <= m_staging_bytes ? m_staging : m_pageable.data();
-    if (cudaError_t error = cudaMemcpy(host, data, bytes, cudaMemcpyDeviceToHost); error != cudaSuccess) {
+    if (cudaError_t error = cudaMemcpy(to.data(), data, to.size(), cudaMemcpyDeviceToHost); error != cudaSuccess) {
       return Error({RunFailure::context_lost,
-                    "copying " + std::to_string(bytes) + " bytes back from the device: " + describe(error)});
+                    "copying " + std::to_string(to.size()) + " bytes back from the device: " + describe(error)});
     }
-    return std::span<const uint8_t>(static_cast<const uint8_t*>(host), bytes);
+    return {};
   }
 
   std::expected<void, RunError> before_call() override {
@@ -259,6 +251,40 @@ class CudaDevice final : public Device {
                   "no fresh device address for " + what + " after " + std::to_string(k_fresh_attempts) + " tries"});
   }
 
+  // Into pinned memory kept across calls: a fresh pageable buffer each call costs page faults and a staged copy.
+  // Where that much cannot be pinned, into pageable memory, as before. Valid until the next stage().
+  std::expected<std::span<const uint8_t>, RunError> stage(const void* data, size_t bytes) {
+    if (bytes == 0) return std::span<const uint8_t>();
+    if (bytes > m_staging_bytes && bytes > m_pageable.size()) {
+      cudaFreeHost(m_staging);
+      m_staging = nullptr;
+      m_staging_bytes = 0;
+      if (cudaMallocHost(&m_staging, bytes) == cudaSuccess) {
+        m_staging_bytes = bytes;
+      } else {
+        cudaGetLastError();
+        m_staging = nullptr;
+        m_pageable.resize(bytes);
+      }
+    }
+    void* host = bytes <= m_staging_bytes ? m_staging : m_pageable.data();
+    if (cudaError_t error = cudaMemcpy(host, data, bytes, cudaMemcpyDeviceToHost); error != cudaSuccess) {
+      return Error({RunFailure::context_lost,
+                    "copying " + std::to_string(bytes) + " bytes back from the device: " + describe(error)});
+    }
+    return std::span<const uint8_t>(static_cast<const uint8_t*>(host), bytes);
+  }
+
+  // Whether `host` lies in memory registered with the driver (the output region once pinned): a DMA can land there.
+  static bool page_locked(const void* host) {
+    cudaPointerAttributes attributes{};
+    if (cudaPointerGetAttributes(&attributes, host) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    return attributes.type == cudaMemoryTypeHost;
+  }
+
   void free_retired() {
     for (void* data : m_retired) cudaFree(data);
     m_retired.clear();
@@ -276,9 +302,9 @@ class CudaDevice final : public Device {
   std::vector<void*> m_retired;  // earlier calls' inputs and outputs
   std::vector<void*> m_scratch;  // this call's workspace
   std::unordered_map<const void*, uint64_t> m_file_hashes;  // this call's file-init inputs, as copied
-  void* m_staging = nullptr;  // pinned host memory for read()
+  void* m_staging = nullptr;  // pinned host memory for stage()
   size_t m_staging_bytes = 0;
-  std::vector<uint8_t> m_pageable;  // read()'s fallback when pinning fails
+  std::vector<uint8_t> m_pageable;  // stage()'s fallback when pinning fails
 };
 
 }  // namespace

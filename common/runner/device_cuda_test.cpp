@@ -177,7 +177,7 @@ TEST_F(CudaRunnerTest, ReluOnTheDeviceMatchesTheHostDrawAndTheContextFollowsTheA
     EXPECT_TRUE(log.calls[call].cuda_error.empty()) << log.calls[call].cuda_error;
     EXPECT_EQ(log.calls[call].own_launches, 2) << "expect_ff and relu; cuBLAS's and the runner's launches do not count";
     std::vector<float> input = as_floats(make_tensor_bytes(x, r.calls[call].seed, 0).value());
-    std::vector<float> output = as_floats(output_file(call));
+    std::vector<float> output = as_floats(outputs_of(call));
     ASSERT_EQ(output.size(), input.size());
     for (size_t i = 0; i < input.size(); ++i)
       ASSERT_EQ(output[i], std::max(input[i], 0.0f)) << "call " << call << " element " << i;
@@ -194,7 +194,7 @@ TEST_F(CudaRunnerTest, IllegalAddressFailsTheCallAndEndsTheRun) {
   EXPECT_EQ(log.calls[0].rc, 0);
   EXPECT_NE(log.calls[0].cuda_error.find("cudaErrorIllegalAddress"), std::string::npos) << log.calls[0].cuda_error;
   EXPECT_FALSE(log.calls[0].ok());
-  EXPECT_FALSE(fs::exists(m_dir / "out" / "out-0.bin")) << "a call with a CUDA error has no outputs";
+  EXPECT_EQ(log.calls[0].output_bytes, -1) << "a call with a CUDA error has no outputs";
 }
 
 TEST_F(CudaRunnerTest, SwallowedLaunchErrorFailsEveryCallButTheRunGoesOn) {
@@ -209,7 +209,7 @@ TEST_F(CudaRunnerTest, SwallowedLaunchErrorFailsEveryCallButTheRunGoesOn) {
                 call.cuda_error.find("cudaErrorInvalidValue") != std::string::npos)
         << call.cuda_error;
     EXPECT_FALSE(call.ok());
-    EXPECT_FALSE(fs::exists(m_dir / "out" / ("out-" + std::to_string(call.call) + ".bin")));
+    EXPECT_EQ(call.output_bytes, -1);
   }
 }
 
@@ -247,7 +247,7 @@ TEST_F(CudaRunnerTest, WorkOnTheCandidatesOwnStreamIsWaitedForAndTimed) {
   ASSERT_EQ(log.calls.size(), 1u);
   EXPECT_GT(log.calls[0].wall_us, 10000.0) << "the spin of ~50 ms must fall inside the timed region";
   std::vector<float> input = as_floats(make_tensor_bytes(x, 9, 0).value());
-  std::vector<float> output = as_floats(output_file(0));
+  std::vector<float> output = as_floats(outputs_of(0));
   ASSERT_EQ(output.size(), input.size());
   for (size_t i = 0; i < input.size(); ++i) ASSERT_EQ(output[i], std::max(input[i], 0.0f)) << i;
 }
@@ -261,7 +261,7 @@ TEST_F(CudaRunnerTest, WritingAnInputOnTheDeviceFailsTheCall) {
   ASSERT_EQ(log.calls.size(), 1u);
   EXPECT_EQ(log.calls[0].changed_inputs, std::vector<uint64_t>{1});
   EXPECT_FALSE(log.calls[0].ok());
-  EXPECT_TRUE(fs::exists(m_dir / "out" / "out-0.bin"));
+  EXPECT_EQ(log.calls[0].output_bytes, 32);
 }
 
 }  // namespace

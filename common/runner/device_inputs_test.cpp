@@ -52,9 +52,10 @@ class DeviceInputs {
       ASSERT_TRUE(input) << input.error().message;
       inputs.push_back(*input);
       const std::vector<uint8_t> expected = make_tensor_bytes(specs[i], seed, i).value();
-      auto bytes = device.read(*input, expected.size());
-      ASSERT_TRUE(bytes) << bytes.error().message;
-      EXPECT_TRUE(std::equal(bytes->begin(), bytes->end(), expected.begin(), expected.end())) << specs[i].name;
+      std::vector<uint8_t> bytes(expected.size());
+      auto copied = device.copy_out(*input, bytes);
+      ASSERT_TRUE(copied) << copied.error().message;
+      EXPECT_EQ(bytes, expected) << specs[i].name;
     }
     for (size_t i = 0; i < specs.size(); ++i) {
       auto changed = device.input_changed(inputs[i], specs[i], seed, i);

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <set>
 
 #include "util/json_field.h"
 #include "util/spell.h"
@@ -81,10 +80,6 @@ std::expected<OutputSpec, std::string> parse_output(const Json& json, std::strin
   return output;
 }
 
-bool is_plain_file_name(const std::string& name) {
-  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos && name.find('\0') == std::string::npos;
-}
-
 // A call's own tensors may change how values are drawn, never what the candidate is handed.
 std::expected<void, std::string> check_same_layout(const std::vector<TensorSpec>& own, const std::vector<TensorSpec>& request,
                                                    std::string_view path) {
@@ -100,34 +95,88 @@ std::expected<void, std::string> check_same_layout(const std::vector<TensorSpec>
   return {};
 }
 
-std::expected<CallSpec, std::string> parse_call(const Json& json, std::string_view path, const std::vector<TensorSpec>& tensors) {
-  if (auto ok = check_known_fields(json, {"seed", "output_file", "tensors"}, path); !ok) return Error(ok.error());
-  CallSpec call;
-  auto seed = require_field(json, "seed", path);
-  if (!seed) return Error(seed.error());
-  auto value = as_uint(**seed, field_path(path, "seed"));
-  if (!value) return Error(value.error());
-  call.seed = *value;
-  auto file = string_field(json, "output_file", path);
+std::expected<uint64_t, std::string> uint_field(const Json& json, std::string_view key, std::string_view path) {
+  auto field = require_field(json, key, path);
+  if (!field) return Error(field.error());
+  return as_uint(**field, field_path(path, key));
+}
+
+std::expected<OutputRegionSpec, std::string> parse_region(const Json& json, std::string_view path) {
+  if (!json.is_object()) return Error(std::string(path) + ": expected an object, got " + json_type(json));
+  if (auto ok = check_known_fields(json, {"path", "bytes"}, path); !ok) return Error(ok.error());
+  OutputRegionSpec region;
+  auto file = string_field(json, "path", path);
   if (!file) return Error(file.error());
-  if (!is_plain_file_name(*file) || *file == k_results_file) {
-    return Error(field_path(path, "output_file") + ": '" + *file + "' must be a plain file name inside output_dir, not " +
-                 std::string(k_results_file));
+  if (file->empty()) return Error(field_path(path, "path") + ": empty path");
+  region.path = std::move(*file);
+  auto bytes = uint_field(json, "bytes", path);
+  if (!bytes) return Error(bytes.error());
+  region.bytes = *bytes;
+  return region;
+}
+
+std::expected<CallSpec, std::string> parse_call(const Json& json, std::string_view path, const RunRequest& request) {
+  if (auto ok = check_known_fields(json, {"seed", "output_offsets", "tensors"}, path); !ok) return Error(ok.error());
+  CallSpec call;
+  auto seed = uint_field(json, "seed", path);
+  if (!seed) return Error(seed.error());
+  call.seed = *seed;
+  auto offsets = array_field(json, "output_offsets", path);
+  if (!offsets) return Error(offsets.error());
+  const std::string offsets_path = field_path(path, "output_offsets");
+  if ((*offsets)->size() != request.outputs.size()) {
+    return Error(offsets_path + ": " + std::to_string((*offsets)->size()) + " offset(s), the request has " +
+                 std::to_string(request.outputs.size()) + " output(s)");
   }
-  call.output_file = std::move(*file);
+  for (size_t k = 0; k < (*offsets)->size(); ++k) {
+    auto offset = as_uint((**offsets)[k], index_path(offsets_path, k));
+    if (!offset) return Error(offset.error());
+    const uint64_t bytes = request.outputs[k].bytes(), size = request.output_region.bytes;
+    if (*offset > size || bytes > size - *offset) {
+      return Error(index_path(offsets_path, k) + ": " + std::to_string(bytes) + " bytes at offset " + std::to_string(*offset) +
+                   " do not fit in the output region of " + std::to_string(size) + " bytes");
+    }
+    call.output_offsets.push_back(*offset);
+  }
   if (auto own = json.find("tensors"); own != json.end()) {
     auto tensors_path = field_path(path, "tensors");
     if (!own->is_array()) return Error(tensors_path + ": expected an array, got " + json_type(*own));
     auto specs = parse_tensor_specs(*own, tensors_path);
     if (!specs) return Error(specs.error());
-    if (auto same = check_same_layout(*specs, tensors, tensors_path); !same) return Error(same.error());
+    if (auto same = check_same_layout(*specs, request.tensors, tensors_path); !same) return Error(same.error());
     call.tensors = std::move(*specs);
   }
   return call;
 }
 
-const std::vector<std::string> k_request_fields = {"library", "backend", "device_index", "num_threads",
-                                                   "tensors", "outputs", "calls",        "output_dir"};
+// A later call would overwrite an earlier call's outputs before the trusted side reads them.
+std::expected<void, std::string> check_disjoint(const RunRequest& request, std::string_view path) {
+  struct Slice {
+    uint64_t begin, end;
+    size_t call, output;
+  };
+  std::vector<Slice> slices;
+  for (size_t i = 0; i < request.calls.size(); ++i) {
+    for (size_t k = 0; k < request.outputs.size(); ++k) {
+      const uint64_t begin = request.calls[i].output_offsets[k], bytes = request.outputs[k].bytes();
+      if (bytes > 0) slices.push_back({begin, begin + bytes, i, k});
+    }
+  }
+  std::sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) { return a.begin < b.begin; });
+  for (size_t j = 1; j < slices.size(); ++j) {
+    const Slice &earlier = slices[j - 1], &later = slices[j];
+    if (later.begin >= earlier.end) continue;
+    const Slice& first = earlier.call < later.call || (earlier.call == later.call && earlier.output < later.output) ? earlier : later;
+    const Slice& second = &first == &earlier ? later : earlier;
+    return Error(index_path(field_path(index_path(field_path(path, "calls"), second.call), "output_offsets"), second.output) +
+                 ": output " + std::to_string(second.output) + " overlaps output " + std::to_string(first.output) + " of call " +
+                 std::to_string(first.call) + " in the output region");
+  }
+  return {};
+}
+
+const std::vector<std::string> k_request_fields = {"library", "backend", "device_index",  "num_threads", "tensors",
+                                                   "outputs", "calls",   "output_region", "output_dir"};
 const std::vector<std::string> k_backends = {"cpu", "cuda"};
 
 }  // namespace
@@ -179,17 +228,20 @@ std::expected<RunRequest, std::string> parse_request(const Json& json, std::stri
     request.outputs.push_back(std::move(*output));
   }
 
+  auto region = require_field(json, "output_region", path);
+  if (!region) return Error(region.error());
+  auto region_spec = parse_region(**region, field_path(path, "output_region"));
+  if (!region_spec) return Error(region_spec.error());
+  request.output_region = std::move(*region_spec);
+
   auto calls = array_field(json, "calls", path);
   if (!calls) return Error(calls.error());
-  std::set<std::string> files;
   for (size_t i = 0; i < (*calls)->size(); ++i) {
-    auto call_path = index_path(field_path(path, "calls"), i);
-    auto call = parse_call((**calls)[i], call_path, request.tensors);
+    auto call = parse_call((**calls)[i], index_path(field_path(path, "calls"), i), request);
     if (!call) return Error(call.error());
-    // A later call would overwrite an earlier call's outputs before the trusted side reads them.
-    if (!files.insert(call->output_file).second) return Error(field_path(call_path, "output_file") + ": '" + call->output_file + "' is used by an earlier call");
     request.calls.push_back(std::move(*call));
   }
+  if (auto disjoint = check_disjoint(request, path); !disjoint) return Error(disjoint.error());
 
   auto output_dir = string_field(json, "output_dir", path);
   if (!output_dir) return Error(output_dir.error());
@@ -218,13 +270,15 @@ Json to_json(const RunRequest& request) {
   for (const auto& output : request.outputs) outputs.push_back({{"dtype", dtype_name(output.dtype)}, {"shape", output.shape}});
   Json calls = Json::array();
   for (const auto& call : request.calls) {
-    Json entry = {{"seed", call.seed}, {"output_file", call.output_file}};
+    Json entry = {{"seed", call.seed}, {"output_offsets", call.output_offsets}};
     if (call.tensors) entry["tensors"] = tensors_json(*call.tensors);
     calls.push_back(std::move(entry));
   }
   return {{"library", request.library},       {"backend", backend_name(request.backend)}, {"device_index", request.device_index},
           {"num_threads", request.num_threads}, {"tensors", tensors_json(request.tensors)},  {"outputs", std::move(outputs)},
-          {"calls", std::move(calls)},          {"output_dir", request.output_dir}};
+          {"calls", std::move(calls)},
+          {"output_region", {{"path", request.output_region.path}, {"bytes", request.output_region.bytes}}},
+          {"output_dir", request.output_dir}};
 }
 
 Json to_json(const CallReport& result) {
@@ -237,6 +291,7 @@ Json to_json(const CallReport& result) {
                {"device_us", result.device_us}};
   if (!result.cuda_error.empty()) json["cuda_error"] = result.cuda_error;
   if (result.own_launches >= 0) json["own_launches"] = result.own_launches;
+  if (result.output_bytes >= 0) json["output_bytes"] = result.output_bytes;
   json["ok"] = result.ok();
   return json;
 }
@@ -293,6 +348,12 @@ std::expected<CallReport, std::string> parse_call_result(const Json& json, std::
     if (!count) return Error(count.error());
     if (*count < 0) return Error(field_path(where, "own_launches") + ": expected a count, got " + std::to_string(*count));
     result.own_launches = *count;
+  }
+  if (auto bytes = json.find("output_bytes"); bytes != json.end()) {
+    auto count = as_uint(*bytes, field_path(where, "output_bytes"));
+    if (!count) return Error(count.error());
+    if (*count > uint64_t(INT64_MAX)) return Error(field_path(where, "output_bytes") + ": " + std::to_string(*count) + " is out of range");
+    result.output_bytes = int64_t(*count);
   }
   return result;
 }

@@ -1,6 +1,6 @@
-// The runner protocol (DESIGN §6): the request the trusted side writes for ca-runner, and the output files and
-// results.jsonl lines the runner writes back. Reference outputs never travel: both sides make the inputs from the
-// same seeds with make_tensor_bytes.
+// The runner protocol (DESIGN §6): the request the trusted side writes for ca-runner, and the results.jsonl lines
+// the runner writes back; the outputs come back in the output region the request names (runner/output_region.h).
+// Reference outputs never travel: both sides make the inputs from the same seeds with make_tensor_bytes.
 #pragma once
 
 #include <cstdint>
@@ -25,16 +25,22 @@ struct OutputSpec {
   size_t bytes() const;
 };
 
-/// One call of ca_forward: inputs are drawn from `seed`, outputs go to output_dir/output_file.
+/// One call of ca_forward: inputs are drawn from `seed`; output k goes to output_offsets[k] in the output region.
 struct CallSpec {
   uint64_t seed = 0;
-  std::string output_file;  // a plain file name, no directories
+  std::vector<uint64_t> output_offsets;  // one per output; no two outputs of a request overlap
   /// This call's own draws, e.g. signed inputs on some trials (EXPLOITS B4): the request's tensors with other
   /// inits only (same names, dtypes and shapes). Empty: the request's tensors.
   std::optional<std::vector<TensorSpec>> tensors;
   const std::vector<TensorSpec>& tensors_or(const std::vector<TensorSpec>& request_tensors) const {
     return tensors ? *tensors : request_tensors;
   }
+};
+
+/// The file both sides map (OutputRegion): its path and the bytes of it the request uses.
+struct OutputRegionSpec {
+  std::string path;
+  uint64_t bytes = 0;
 };
 
 struct RunRequest {
@@ -45,14 +51,17 @@ struct RunRequest {
   std::vector<TensorSpec> tensors;  // the program's inputs then its params; tensor i is drawn from stream i
   std::vector<OutputSpec> outputs;
   std::vector<CallSpec> calls;
-  std::string output_dir;  // holds the output files and results.jsonl
+  OutputRegionSpec output_region;
+  std::string output_dir;  // holds results.jsonl
 };
 
 /// The file in output_dir that gets one line per event and per finished call.
 inline constexpr std::string_view k_results_file = "results.jsonl";
 
 /// Parses a request object. Errors name the field: "request.calls[1].seed: expected an unsigned integer, got string".
-/// Every tensor must spell out its init, since inputs and params default to different distributions.
+/// Every tensor must spell out its init, since inputs and params default to different distributions. Every output
+/// must lie inside the output region and overlap no other output of the request (a later call would overwrite an
+/// earlier one's before the trusted side reads it).
 std::expected<RunRequest, std::string> parse_request(const Json& json, std::string_view path = "request");
 /// Parses the text of a request file; bad JSON gives "invalid JSON: column N: ...".
 std::expected<RunRequest, std::string> parse_request_text(const std::string& text, std::string_view path = "request");
@@ -68,15 +77,17 @@ struct CallReport {
   double wall_us = 0;    // host clock of the ca_forward call (cuda: up to the device-wide sync); timing/clock.h
   double device_us = 0;  // device clock: cuda events on the call's stream (-1: none); cpu: the host clock
   /// cuda: "<name>: <cudaGetErrorString>" of an error the call left (a failed launch, an illegal address); "" when
-  /// none. A call with a CUDA error has no output file.
+  /// none. A call with a CUDA error writes no outputs.
   std::string cuda_error;
   /// cuda: launches of the candidate's own kernels during the call (runner/launches.h); -1 where not counted (cpu).
   int64_t own_launches = -1;
+  /// Bytes of outputs the runner copied into the output region for this call (all outputs together); -1: none.
+  int64_t output_bytes = -1;
   bool ok() const { return rc == 0 && !inputs_changed && cuda_error.empty() && own_launches != 0; }
 };
 
 /// {"call","seed","rc","inputs_changed","changed_inputs","wall_us","device_us","ok"}, plus "cuda_error" when there was
-/// one and "own_launches" when they were counted.
+/// one, "own_launches" when they were counted and "output_bytes" when outputs were written.
 Json to_json(const CallReport& result);
 /// {"event":"loaded"}: dlopen and dlsym succeeded; written before the first call.
 Json loaded_event();

@@ -12,10 +12,11 @@ const char* const k_request = R"({"library": "cand.so", "backend": "cpu", "devic
   "tensors": [{"name": "x", "dtype": "float32", "shape": [4, 8], "init": "randn"},
               {"name": "w", "dtype": "bfloat16", "shape": [8], "init": {"uniform": [-1, 1]}}],
   "outputs": [{"dtype": "float32", "shape": [4, 8]}],
-  "calls": [{"seed": 18446744073709551615, "output_file": "out-0.bin"},
-            {"seed": 7, "output_file": "out-1.bin",
+  "calls": [{"seed": 18446744073709551615, "output_offsets": [0]},
+            {"seed": 7, "output_offsets": [4096],
              "tensors": [{"name": "x", "dtype": "float32", "shape": [4, 8], "init": {"uniform": [-1, 1]}},
                          {"name": "w", "dtype": "bfloat16", "shape": [8], "init": {"uniform": [-1, 1]}}]}],
+  "output_region": {"path": "/dev/shm/run/io/outputs.bin", "bytes": 8192},
   "output_dir": "/tmp/run"})";
 
 TEST(ProtocolTest, RequestRoundTripsThroughJson) {
@@ -30,7 +31,9 @@ TEST(ProtocolTest, RequestRoundTripsThroughJson) {
   EXPECT_EQ(request->outputs[0].bytes(), 4u * 8u * 4u);
   ASSERT_EQ(request->calls.size(), 2u);
   EXPECT_EQ(request->calls[0].seed, UINT64_MAX);
-  EXPECT_EQ(request->calls[1].output_file, "out-1.bin");
+  EXPECT_EQ(request->calls[1].output_offsets, std::vector<uint64_t>{4096});
+  EXPECT_EQ(request->output_region.path, "/dev/shm/run/io/outputs.bin");
+  EXPECT_EQ(request->output_region.bytes, 8192u);
   EXPECT_FALSE(request->calls[0].tensors);
   EXPECT_EQ(request->calls[0].tensors_or(request->tensors)[0].init.dist, Dist::randn);
   ASSERT_TRUE(request->calls[1].tensors);
@@ -64,9 +67,20 @@ const BadRequest k_bad[] = {
     {"zero_threads", "/num_threads", "0", "request.num_threads: 0 is out of range (at least 1)"},
     {"negative_seed", "/calls/1/seed", "-1", "request.calls[1].seed: expected an unsigned integer, got number"},
     {"float_seed", "/calls/0/seed", "1.5", "request.calls[0].seed: expected an unsigned integer"},
-    {"path_in_output_file", "/calls/0/output_file", R"("../x.bin")", "request.calls[0].output_file: '../x.bin' must be a plain file name"},
-    {"results_as_output_file", "/calls/0/output_file", R"("results.jsonl")", "request.calls[0].output_file: 'results.jsonl' must be"},
-    {"duplicate_output_file", "/calls/1/output_file", R"("out-0.bin")", "request.calls[1].output_file: 'out-0.bin' is used by an earlier call"},
+    {"offsets_not_array", "/calls/0/output_offsets", "0", "request.calls[0].output_offsets: expected an array, got number"},
+    {"offsets_count", "/calls/0/output_offsets", "[0, 256]", "request.calls[0].output_offsets: 2 offset(s), the request has 1 output(s)"},
+    {"negative_offset", "/calls/1/output_offsets/0", "-4096", "request.calls[1].output_offsets[0]: expected an unsigned integer"},
+    {"output_past_region", "/calls/1/output_offsets/0", "8128",
+     "request.calls[1].output_offsets[0]: 128 bytes at offset 8128 do not fit in the output region of 8192 bytes"},
+    {"offset_past_region", "/calls/1/output_offsets/0", "18446744073709551615",
+     "request.calls[1].output_offsets[0]: 128 bytes at offset 18446744073709551615 do not fit in the output region of 8192 bytes"},
+    {"region_too_small", "/output_region/bytes", "4200",
+     "request.calls[1].output_offsets[0]: 128 bytes at offset 4096 do not fit in the output region of 4200 bytes"},
+    {"overlapping_outputs", "/calls/1/output_offsets/0", "64", "request.calls[1].output_offsets[0]: output 0 overlaps output 0 of call 0 in the output region"},
+    {"same_outputs", "/calls/0/output_offsets/0", "4096", "request.calls[1].output_offsets[0]: output 0 overlaps output 0 of call 0"},
+    {"region_not_object", "/output_region", R"("/dev/shm/x")", "request.output_region: expected an object, got string"},
+    {"region_empty_path", "/output_region/path", R"("")", "request.output_region.path: empty path"},
+    {"region_unknown_field", "/output_region/size", "8192", "request.output_region.size: unknown field"},
     {"tensor_dtype", "/tensors/1/dtype", R"("bflaot16")", "request.tensors[1].dtype: unknown dtype 'bflaot16', did you mean 'bfloat16'?"},
     {"tensor_init_missing", "/tensors/0", R"({"name":"x","dtype":"float32","shape":[2]})", "request.tensors[0].init: missing field"},
     {"tensor_bad_init", "/tensors/1/init", R"("gaussian")", "request.tensors[1].init: unknown distribution 'gaussian'"},
@@ -91,11 +105,32 @@ TEST(ProtocolTest, BadRequestsNameTheField) {
     ASSERT_FALSE(request) << bad.name << " was accepted";
     EXPECT_NE(request.error().find(bad.expected), std::string::npos) << bad.name << ": got: " << request.error();
   }
+  for (const char* field : {"output_dir", "output_region"}) {
+    Json json = Json::parse(k_request);
+    json.erase(field);
+    auto request = parse_request(json);
+    ASSERT_FALSE(request);
+    EXPECT_EQ(request.error(), "request." + std::string(field) + ": missing field");
+  }
+}
+
+TEST(ProtocolTest, OutputsMayTouchButNotOverlapAndEmptyOnesTakeNoRoom) {
   Json json = Json::parse(k_request);
-  json.erase("output_dir");
+  json["calls"][1]["output_offsets"] = Json::parse("[128]");  // right after call 0's 128 bytes
+  json["output_region"]["bytes"] = Json::parse("256");
   auto request = parse_request(json);
+  ASSERT_TRUE(request) << request.error();
+
+  json["outputs"] = Json::parse(R"([{"dtype": "float32", "shape": [4, 8]}, {"dtype": "int64", "shape": [0]}])");
+  json["calls"][0]["output_offsets"] = Json::parse("[0, 256]");  // empty, at the very end of the region
+  json["calls"][1]["output_offsets"] = Json::parse("[128, 0]");
+  request = parse_request(json);
+  ASSERT_TRUE(request) << request.error();
+  EXPECT_EQ(request->calls[0].output_offsets, (std::vector<uint64_t>{0, 256}));
+  json["calls"][0]["output_offsets"] = Json::parse("[0, 257]");
+  request = parse_request(json);
   ASSERT_FALSE(request);
-  EXPECT_EQ(request.error(), "request.output_dir: missing field");
+  EXPECT_EQ(request.error(), "request.calls[0].output_offsets[1]: 0 bytes at offset 257 do not fit in the output region of 256 bytes");
 }
 
 TEST(ProtocolTest, InvalidJsonGivesItsPosition) {
@@ -130,6 +165,22 @@ TEST(ProtocolTest, ResultsParseEventsAndCallsAndIgnoreACutOffLine) {
   auto bad = parse_results(loaded_event().dump() + "\n" + R"({"call":0,"seed":1,"inputs_changed":false,"wall_us":1})" + "\n");
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error(), "results.jsonl:2: rc: missing field");
+}
+
+TEST(ProtocolTest, OutputBytesAreWrittenOnlyForCallsThatWroteOutputs) {
+  CallReport none{0, 5, 0, false, {}, 1.0, 1.0, ""};
+  EXPECT_FALSE(to_json(none).contains("output_bytes"));
+  CallReport written = none;
+  written.output_bytes = 4096;
+  EXPECT_EQ(to_json(written)["output_bytes"], 4096);
+  auto log = parse_results(to_json(none).dump() + "\n" + to_json(written).dump() + "\n");
+  ASSERT_TRUE(log) << log.error();
+  EXPECT_EQ(log->calls[0].output_bytes, -1);
+  EXPECT_EQ(log->calls[1].output_bytes, 4096);
+  EXPECT_TRUE(log->calls[1].ok()) << "how much was written is for the trusted side to judge";
+  auto negative = parse_results(R"({"call":0,"seed":1,"rc":0,"inputs_changed":false,"wall_us":1,"output_bytes":-1})" "\n");
+  ASSERT_FALSE(negative);
+  EXPECT_EQ(negative.error(), "results.jsonl:1: output_bytes: expected an unsigned integer, got number");
 }
 
 TEST(ProtocolTest, CudaErrorIsWrittenOnlyWhenThereIsOneAndFailsTheCall) {

@@ -1,6 +1,6 @@
 // The runner loop of both backends (see run_candidate.h; the buffers are a Device's, device.h). Nothing here trusts
 // the candidate: it gets fresh buffers every call, its outputs start as poison, its inputs are checked after the
-// call, and every result is on disk before the next call.
+// call, and every result is in the output region and results.jsonl before the next call.
 #include "runner/run_candidate.h"
 
 #include <dlfcn.h>
@@ -18,6 +18,7 @@
 #include "ca_kernel.h"
 #include "runner/device.h"
 #include "runner/launches.h"
+#include "runner/output_region.h"
 #include "util/atomic_file.h"
 #include "util/signals.h"
 
@@ -94,20 +95,17 @@ std::expected<void, RunError> append_line(FILE* stream, const Json& line, const 
   return {};
 }
 
-// A plain write: the call's results line, appended after it, is what commits the file, since the trusted side reads
-// the outputs of reported calls only. A temporary file and an fsync per call guard against nothing more here.
-std::expected<void, RunError> write_outputs(const std::string& path, Device& device, const TensorViews& outputs) {
-  std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "we"));
-  if (!file) return Error({RunFailure::io_error, path + ": cannot open: " + std::strerror(errno)});
+// Into the call's slices of the output region. The call's results line, appended after it, is what says they are
+// there: the trusted side reads the outputs of reported calls only.
+std::expected<int64_t, RunError> write_outputs(OutputRegion& region, const CallSpec& call, Device& device, const TensorViews& outputs) {
+  int64_t written = 0;
   for (size_t i = 0; i < outputs.data.size(); ++i) {
-    auto bytes = device.read(outputs.data[i], outputs.bytes[i]);
-    if (!bytes) return Error(bytes.error());
-    if (std::fwrite(bytes->data(), 1, bytes->size(), file.get()) != bytes->size()) {
-      return Error({RunFailure::io_error, path + ": writing failed: " + std::strerror(errno)});
-    }
+    // parse_request checked that every slice lies inside the region.
+    std::span<uint8_t> slice(region.data() + call.output_offsets[i], outputs.bytes[i]);
+    if (auto copied = device.copy_out(outputs.data[i], slice); !copied) return Error(copied.error());
+    written += int64_t(outputs.bytes[i]);
   }
-  if (std::fclose(file.release()) != 0) return Error({RunFailure::io_error, path + ": writing failed: " + std::strerror(errno)});
-  return {};
+  return written;
 }
 
 struct CallRun {
@@ -115,7 +113,8 @@ struct CallRun {
   bool context_lost = false;
 };
 
-std::expected<CallRun, RunError> run_call(const RunRequest& request, size_t index, ForwardFn forward, Device& device) {
+std::expected<CallRun, RunError> run_call(const RunRequest& request, size_t index, ForwardFn forward, Device& device,
+                                         OutputRegion& region) {
   const CallSpec& call = request.calls[index];
   // Inputs: drawn the way the trusted side draws them, straight into fresh buffers (on the GPU for cuda).
   TensorViews inputs;
@@ -177,10 +176,11 @@ std::expected<CallRun, RunError> run_call(const RunRequest& request, size_t inde
   }
   result.inputs_changed = !result.changed_inputs.empty();
 
-  // Outputs of a call with a CUDA error are not evidence of anything, and without a file no reader can take them.
+  // Outputs of a call with a CUDA error are not evidence of anything; without output_bytes no reader takes them.
   if (result.cuda_error.empty()) {
-    auto written = write_outputs((std::filesystem::path(request.output_dir) / call.output_file).string(), device, outputs);
+    auto written = write_outputs(region, call, device, outputs);
     if (!written) return Error(written.error());
+    result.output_bytes = *written;
   }
   device.end_call();
   return run;
@@ -265,6 +265,14 @@ std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& reque
                                                std::to_string(m_first.num_threads) +
                                                " threads); a request for another library or device needs another runner"});
   }
+  // Mapped once and kept while requests name the same region (ca-profile's rounds); pinned for DMA on cuda.
+  if (!m_region || m_region->path() != request.output_region.path || m_region->size() != request.output_region.bytes) {
+    m_region.reset();
+    auto region = OutputRegion::open(request.output_region.path, request.output_region.bytes);
+    if (!region) return Error({RunFailure::io_error, region.error()});
+    m_region = std::move(*region);
+    if (request.backend == Backend::cuda) m_region->pin();
+  }
   std::error_code ec;
   std::filesystem::create_directories(request.output_dir, ec);
   if (ec) return Error({RunFailure::io_error, request.output_dir + ": cannot create: " + ec.message()});
@@ -304,7 +312,7 @@ std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& reque
   RunSummary summary;
   for (size_t i = 0; i < request.calls.size(); ++i) {
     if (interrupted()) return Error({RunFailure::interrupted, "interrupted before call " + std::to_string(i)});
-    auto run = run_call(request, i, m_forward, *m_device);
+    auto run = run_call(request, i, m_forward, *m_device, *m_region);
     if (!run) return Error(run.error());
     if (auto written = append_line(results.get(), to_json(run->report), results_path); !written) return Error(written.error());
     ++summary.calls;

@@ -1,15 +1,18 @@
 // The runner proper: loads one candidate library into this (sandboxed) process and runs the calls of a request,
-// writing each call's outputs and results line before the next call starts (protocol.h); with --serve, the calls
-// of one request after another in the same process (CandidateRunner, serve_requests).
+// copying each call's outputs into the output region and writing its results line before the next call starts
+// (protocol.h); with --serve, the calls of one request after another in the same process (CandidateRunner,
+// serve_requests).
 #pragma once
 
 #include <cstdint>
 #include <expected>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
 #include "ca_kernel.h"
+#include "runner/output_region.h"
 #include "runner/protocol.h"
 #include "util/exit_codes.h"
 
@@ -21,7 +24,7 @@ enum class RunFailure {
   no_request,   // the request file cannot be read
   bad_request,   // the request is malformed or asks for what this runner cannot do (cuda in a build without CUDA)
   load_failed,   // dlopen or dlsym("ca_forward") failed; a load_failed event was written
-  io_error,      // output_dir, an output file or results.jsonl could not be written, or buffers could not be had
+  io_error,      // output_dir or results.jsonl not writable, the output region not mappable, or no memory for buffers
   interrupted,   // SIGINT or SIGTERM arrived between calls
   no_device,     // cuda: the device could not be set up (no GPU, no driver, a bad device_index)
   context_lost,  // cuda: a call left a sticky error (its line, with cuda_error, was written); later calls cannot run
@@ -65,6 +68,7 @@ class CandidateRunner {
   std::expected<RunSummary, RunError> run(const RunRequest& request);
 
  private:
+  std::optional<OutputRegion> m_region;  // the last request's, mapped (and pinned on cuda) while requests reuse it
   std::unique_ptr<Device> m_device;
   RunRequest m_first;  // library, backend, device_index, num_threads of the first request
   ForwardFn m_forward = nullptr;
@@ -79,10 +83,10 @@ std::expected<void, RunError> serve_requests(int in_fd, int out_fd);
 /// RTLD_LOCAL) and runs every call in order. For each call it draws the inputs from (seed, stream = tensor index)
 /// into fresh buffers (Device::fresh_input: make_tensor_bytes's bytes; on the GPU for cuda), poisons fresh output
 /// buffers, times ca_forward (cuda: up to a device-wide sync) on the host clock, checks that the inputs are
-/// unchanged (Device::input_changed), writes the outputs (concatenated, atomically) to output_dir/output_file and
-/// appends a flushed line to output_dir/results.jsonl. A call with a CUDA error gets its line (with cuda_error) but
-/// no output file. Returns how many calls ran and failed, or why the run stopped early; a crash inside the
-/// candidate ends the process instead.
+/// unchanged (Device::input_changed), copies the outputs into their slices of the output region (mapped shared,
+/// page-locked on cuda) and appends a flushed line to output_dir/results.jsonl with output_bytes. A call with a CUDA
+/// error gets its line (with cuda_error) but writes no outputs. Returns how many calls ran and failed, or why the run
+/// stopped early; a crash inside the candidate ends the process instead.
 std::expected<RunSummary, RunError> run_candidate(const RunRequest& request);
 
 /// The exit code ca-runner uses for each failure (documented in ca-runner(1)).

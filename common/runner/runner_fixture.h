@@ -11,9 +11,11 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "runner/output_region.h"
 #include "runner/protocol.h"
 #include "util/atomic_file.h"
 
@@ -38,14 +40,21 @@ class RunnerFixture : public ::testing::Test {
     if (!HasFailure()) fs::remove_all(m_dir);
   }
 
+  // A request whose outputs go to a new output region, made here as the trusted side makes one.
   RunRequest request(const std::string& library, std::vector<TensorSpec> tensors, std::vector<OutputSpec> outputs,
                      const std::vector<uint64_t>& seeds) {
     RunRequest r;
     r.library = library;
     r.tensors = std::move(tensors);
     r.outputs = std::move(outputs);
-    for (size_t i = 0; i < seeds.size(); ++i)
-      r.calls.push_back({seeds[i], "out-" + std::to_string(i) + ".bin", std::nullopt});
+    m_sizes.clear();
+    for (const auto& output : r.outputs) m_sizes.push_back(output.bytes());
+    m_layout = layout_outputs(m_sizes, seeds.size());
+    auto region = OutputRegion::create(m_dir.string(), m_layout.bytes);
+    EXPECT_TRUE(region) << region.error();
+    m_region = std::make_unique<OutputRegion>(std::move(region.value()));
+    for (size_t i = 0; i < seeds.size(); ++i) r.calls.push_back({seeds[i], m_layout.offsets[i], std::nullopt});
+    r.output_region = {m_region->path(), m_region->size()};
     r.output_dir = (m_dir / "out").string();
     return r;
   }
@@ -82,15 +91,21 @@ class RunnerFixture : public ::testing::Test {
     return log.value_or(RunLog{});
   }
 
-  std::vector<uint8_t> output_file(size_t call) {
-    auto text = read_file((m_dir / "out" / ("out-" + std::to_string(call) + ".bin")).string());
-    EXPECT_TRUE(text) << text.error();
-    std::string bytes = text.value_or("");
-    return {bytes.begin(), bytes.end()};
+  // The outputs of `call` of the last request(), concatenated, as the region holds them now.
+  std::vector<uint8_t> outputs_of(size_t call) {
+    std::vector<uint8_t> bytes;
+    for (size_t k = 0; k < m_sizes.size(); ++k) {
+      const uint8_t* data = m_region->data() + m_layout.offsets[call][k];
+      bytes.insert(bytes.end(), data, data + m_sizes[k]);
+    }
+    return bytes;
   }
 
   fs::path m_dir;
   std::string m_stderr;
+  std::vector<uint64_t> m_sizes;  // of each output of the last request()
+  OutputLayout m_layout;
+  std::unique_ptr<OutputRegion> m_region;
 };
 
 inline TensorSpec float_tensor(std::string name, std::vector<int64_t> shape) {

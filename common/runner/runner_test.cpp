@@ -110,7 +110,7 @@ TEST_F(RunnerTest, ReluOutputsEqualReluOfTheSharedInputsForEachSeed) {
     EXPECT_EQ(log.calls[call].seed, r.calls[call].seed);
     EXPECT_GE(log.calls[call].wall_us, 0.0);
     std::vector<float> input = as_floats(make_tensor_bytes(call == 0 ? x : x_signed, r.calls[call].seed, 0).value());
-    std::vector<float> output = as_floats(output_file(call));
+    std::vector<float> output = as_floats(outputs_of(call));
     ASSERT_EQ(output.size(), input.size());
     for (size_t i = 0; i < input.size(); ++i) ASSERT_EQ(output[i], std::max(input[i], 0.0f)) << "call " << call << " element " << i;
     EXPECT_NE(output, previous) << "seeds must give different inputs";
@@ -154,7 +154,8 @@ TEST_F(RunnerTest, NonZeroReturnIsReported) {
 TEST_F(RunnerTest, UnwrittenOutputsStillHoldPoison) {
   auto r = request(compile("lazy", k_writes_nothing), {float_tensor("x", {4})}, {{DType::float32, {10}}, {DType::int32, {5}}}, {1});
   ASSERT_EQ(run(r).code, 0) << m_stderr;
-  std::vector<uint8_t> bytes = output_file(0);
+  EXPECT_EQ(results().calls.at(0).output_bytes, 10 * 4 + 5 * 4);
+  std::vector<uint8_t> bytes = outputs_of(0);
   ASSERT_EQ(bytes.size(), 10u * 4 + 5u * 4);
   std::span<const uint8_t> floats(bytes.data(), 40), ints(bytes.data() + 40, 20);
   EXPECT_EQ(count_poison(DType::float32, floats), 10u);
@@ -171,8 +172,10 @@ TEST_F(RunnerTest, CrashKillsOnlyTheRunnerAndKeepsEarlierResults) {
   EXPECT_TRUE(log.loaded);
   ASSERT_EQ(log.calls.size(), 1u);
   EXPECT_EQ(log.calls[0].call, 0u);
-  EXPECT_TRUE(fs::exists(m_dir / "out" / "out-0.bin"));
-  EXPECT_FALSE(fs::exists(m_dir / "out" / "out-1.bin"));
+  EXPECT_EQ(log.calls[0].output_bytes, 16) << "the finished call's outputs are in the region";
+  std::vector<uint8_t> bytes = outputs_of(0);
+  EXPECT_EQ(as_floats(bytes)[0], 0.0f);
+  EXPECT_EQ(count_poison(DType::float32, bytes), 3u) << "and are its own, poison included";
 }
 
 TEST_F(RunnerTest, LibraryWithoutCaForwardFailsToLoad) {
@@ -196,7 +199,7 @@ TEST_F(RunnerTest, ContextAndWorkspaceFollowTheAbi) {
   RunLog log = results();
   ASSERT_EQ(log.calls.size(), 1u);
   EXPECT_EQ(log.calls[0].rc, 0) << "see the return codes in k_uses_workspace";
-  EXPECT_EQ(as_floats(output_file(0)), (std::vector<float>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(as_floats(outputs_of(0)), (std::vector<float>{0, 1, 2, 3, 4, 5}));
 }
 
 TEST_F(RunnerTest, RequestProblemsAreReportedWithTheirExitCodes) {
@@ -218,7 +221,7 @@ TEST_F(RunnerTest, RequestProblemsAreReportedWithTheirExitCodes) {
   EXPECT_NE(m_stderr.find("ca-runner: error:"), std::string::npos) << m_stderr;
 
   std::string bad = (m_dir / "bad.json").string();
-  ASSERT_TRUE(write_file_atomic(bad, R"({"library":"a.so","backend":"cpu","tensors":[],"outputs":[],"calls":[],"output_dir":"o"})"));
+  ASSERT_TRUE(write_file_atomic(bad, R"({"library":"a.so","backend":"cpu","tensors":[],"outputs":[],"calls":[],"output_region":{"path":"r","bytes":0},"output_dir":"o"})"));
   EXPECT_EQ(run_on(bad).code, 64);
   EXPECT_NE(m_stderr.find("request.outputs: expected at least one output"), std::string::npos) << m_stderr;
 }
@@ -296,11 +299,48 @@ TEST_F(RunnerTest, ServeRunsEachRequestInOneProcessAtFreshAddresses) {
     EXPECT_TRUE(log.loaded);
     ASSERT_EQ(log.calls.size(), 3u) << "round " << round;
     for (const auto& call : log.calls) EXPECT_EQ(call.rc, 0) << "round " << round << " call " << call.call << " saw a pointer again";
-    EXPECT_TRUE(fs::exists(fs::path(r.output_dir) / "out-2.bin"));
+    EXPECT_EQ(log.calls[2].output_bytes, 4 << 20);
+    EXPECT_EQ(as_floats(outputs_of(2))[0], 1.0f) << "round " << round;
   }
   Exit exit = runner.finish();
   EXPECT_FALSE(exit.signaled);
   EXPECT_EQ(exit.code, 0) << served_stderr();
+}
+
+TEST_F(RunnerTest, ServeWritesEachRequestIntoTheRegionItNames) {
+  TensorSpec x = {"x", DType::float32, {1000}, {Dist::uniform, -1, 1}};
+  std::string library = compile("relu", k_relu);
+  ServedRunner runner((m_dir / "stderr.txt").string());
+  auto expect_relu = [&](const RunRequest& r, const std::string& what) {
+    for (size_t call = 0; call < r.calls.size(); ++call) {
+      std::vector<float> input = as_floats(make_tensor_bytes(x, r.calls[call].seed, 0).value());
+      std::vector<float> output = as_floats(outputs_of(call));
+      ASSERT_EQ(output.size(), input.size());
+      for (size_t i = 0; i < input.size(); ++i) ASSERT_EQ(output[i], std::max(input[i], 0.0f)) << what << " call " << call << " element " << i;
+    }
+  };
+  auto r = request(library, {x}, {{DType::float32, {1000}}}, {1, 2});
+  ASSERT_EQ(runner.ask(save("first", r)), "done\n") << served_stderr();
+  expect_relu(r, "first");
+  // The same region again (as ca-profile's rounds reuse it), with other seeds: the runner keeps its mapping.
+  r.calls[0].seed = 3;
+  r.calls[1].seed = 4;
+  r.output_dir = (m_dir / "second").string();
+  ASSERT_EQ(runner.ask(save("second", r)), "done\n") << served_stderr();
+  expect_relu(r, "second");
+  // Another region, bigger: mapped anew.
+  auto third = request(library, {x}, {{DType::float32, {1000}}}, {5, 6, 7});
+  third.output_dir = (m_dir / "third").string();
+  ASSERT_EQ(runner.ask(save("third", third)), "done\n") << served_stderr();
+  expect_relu(third, "third");
+  EXPECT_EQ(runner.finish().code, 0) << served_stderr();
+}
+
+TEST_F(RunnerTest, ARegionShorterThanTheRequestSaysIsRefused) {
+  auto r = request(compile("relu", k_relu), {float_tensor("x", {8})}, {{DType::float32, {8}}}, {1});
+  ASSERT_EQ(::truncate(r.output_region.path.c_str(), 16), 0);
+  EXPECT_EQ(run(r).code, 74);
+  EXPECT_NE(m_stderr.find("the output region holds 16 bytes, the request says 4096"), std::string::npos) << m_stderr;
 }
 
 TEST_F(RunnerTest, ServeStopsAtARequestForAnotherLibrary) {
