@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# report.sh OUT: counts, acceptance rates and seconds per stage of a pipelines/ run.
+# report.sh OUT [REFERENCE]: counts, acceptance rates and seconds per stage of a pipelines/ run. REFERENCE is the
+# contamination reference the filter used (default OUT/reference.jsonl, the pipeline's own import).
 set -uo pipefail
-out=${1:?usage: report.sh OUT}
+out=${1:?usage: report.sh OUT [REFERENCE]}
+reference=${2:-$out/reference.jsonl}
 lines() { [ -f "$1" ] && wc -l <"$1" || echo 0; }
 secs() { [ -f "$out/$1.seconds" ] && printf '%.1f' "$(cat "$out/$1.seconds")" || echo -; }
-ops=$(lines "$out/ops.jsonl"); ref=$(grep -c '"kind":"task"' "$out/reference.jsonl" 2>/dev/null || echo 0)
+ops=$(lines "$out/ops.jsonl"); ref=$(grep -c '"kind": *"task"' "$reference" 2>/dev/null); ref=${ref:-0}
 tasks=$(lines "$out/tasks.jsonl"); kept=$(lines "$out/kept.jsonl"); rejected=$(lines "$out/rejects.jsonl")
 rate() { [ "$2" -gt 0 ] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f%%", 100 * a / b }' || echo -; }
 printf '%-10s %8s %10s %10s\n' stage records accepted seconds
