@@ -34,6 +34,8 @@ ExitCode visit_records(const std::vector<std::string>& inputs, OnBadRecord on_ba
       progress.tick();
       if (!done) {
         error(record.where(), done.error());
+        // A record cut short by SIGINT or SIGTERM (a wait for the device, a killed runner) is not bad input.
+        if (interrupted()) return ExitCode::interrupted;
         if (reported != nullptr) ++*reported;
         if (on_bad == OnBadRecord::stop) return ExitCode::data_error;
         result = ExitCode::some_failed;
@@ -68,6 +70,7 @@ ExitCode transform_records(const std::vector<std::string>& inputs, JsonlWriter& 
     auto out = oldest.out.get();
     if (out) return emit(writer, *out);
     error(oldest.where, out.error());
+    if (interrupted()) return ExitCode::interrupted;
     failed = true;
     return on_bad == OnBadRecord::stop ? std::optional(ExitCode::data_error) : std::nullopt;
   };

@@ -1,6 +1,7 @@
 #include "util/record_loop.h"
 
 #include <atomic>
+#include <csignal>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
@@ -9,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "util/atomic_file.h"
+#include "util/signals.h"
 
 namespace ca {
 namespace {
@@ -75,6 +77,25 @@ TEST_F(LoopFixture, ParallelJobsOverlapUpToTheirNumber) {
   EXPECT_EQ(run(OnBadRecord::skip, 2, overlapping), ExitCode::ok);
   EXPECT_EQ(most, 2) << "two records at a time, never more";
   EXPECT_EQ(*read_file(output), "{\"n\":2}\n{\"n\":4}\n{\"n\":6}\n{\"n\":8}\n{\"n\":10}\n{\"n\":12}\n");
+}
+
+// A record that fails because SIGTERM arrived meanwhile (a wait for the device gave up) ends the run as interrupted,
+// sequential or parallel, rather than counting as bad input. In a child process: the flag cannot be cleared.
+TEST_F(LoopFixture, RecordFailingOnASignalEndsTheRunInterrupted) {
+  Transform stopped = [](const Json& record) -> std::expected<Json, std::string> {
+    if (record["n"].get<int>() < 0) {
+      std::raise(SIGTERM);
+      return std::unexpected("interrupted while waiting for the device");
+    }
+    return doubled(record);
+  };
+  auto run_stopped = [&](unsigned jobs) {
+    install_interrupt_handlers();
+    auto writer = JsonlWriter::open(output);
+    std::exit(int(transform_records({input}, *writer, OnBadRecord::skip, stopped, jobs)));
+  };
+  EXPECT_EXIT(run_stopped(1), ::testing::ExitedWithCode(130), "interrupted while waiting for the device");
+  EXPECT_EXIT(run_stopped(3), ::testing::ExitedWithCode(130), "interrupted while waiting for the device");
 }
 
 TEST_F(LoopFixture, MissingInputIsNoInput) {

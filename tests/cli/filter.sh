@@ -58,6 +58,19 @@ expect_code 0
 [ $(($(date +%s) - start)) -ge 8 ] || fail "ca-filter did not wait for a profile's lease"
 wait
 
+# SIGTERM while it waits: exit 130, a summary that says so, and no output file.
+flock "$WORK/cuda-agent-cpu.lock" sleep 8 &
+sleep 0.5
+"$filter" --min-ms 0 -o "$WORK/stopped.jsonl" <(grep -m1 '"filter/linear_gelu"' "$tasks") 2>"$WORK/stopped.err" &
+stopped=$!
+sleep 1
+kill -TERM $stopped
+wait $stopped; code=$?
+[ $code -eq 130 ] || fail "interrupted ca-filter exited $code, expected 130"
+grep -q "ca-filter: note: interrupted; so far kept 0 of 0" "$WORK/stopped.err" || fail "interrupted summary: $(cat "$WORK/stopped.err")"
+[ ! -e "$WORK/stopped.jsonl" ] || fail "an interrupted ca-filter left its output file"
+wait
+
 # Without --reference ReLU alone is kept; the examples' outputs are what the documented command makes (modulo times).
 run "$filter" --min-ms 0 "$tasks"
 expect_code 0; expect_stderr "kept 3 of 14"

@@ -146,7 +146,8 @@ int main(int argc, char** argv) {
     return result;
   });
 
-  std::string summary = "kept " + std::to_string(kept) + " of " + std::to_string(kept + rejected) + "; rejected:";
+  // An interrupted run's counts are of the records judged before the signal, not of the input.
+  std::string summary = std::string(code == ExitCode::interrupted ? "interrupted; so far " : "") + "kept " + std::to_string(kept) + " of " + std::to_string(kept + rejected) + "; rejected:";
   if (counts.empty()) summary += " none";
   bool first = true;
   for (const auto& name : reason_names()) {
