@@ -1,6 +1,7 @@
 #include "aten/runner_calls.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <climits>
 #include <cmath>
@@ -179,20 +180,25 @@ struct RunDir {
 // files.
 struct RunnerSetup {
   RunDir run_dir;
-  std::shared_ptr<OutputRegion> region;  // also held by every output view handed out
-  OutputLayout layout;                   // for the most calls an invocation may have
+  Backend backend = Backend::cpu;
+  std::vector<uint64_t> output_sizes;    // of each output, in order
+  std::shared_ptr<OutputRegion> region;  // null until make_room; also held by every output view handed out
+  OutputLayout layout;                   // the region's: room for layout.offsets.size() calls
   Program program;
   std::string runner;
   SandboxSpec spec;
 };
 
-// `calls`: the most calls one request will have; the region holds all their outputs at once.
+// `largest`: the most calls one request may have. The run directory's place and the runner's address-space limit
+// allow for a region that big; make_room makes one as big as the calls at hand need.
 std::expected<RunnerSetup, std::string> set_up(const Program& program, const std::vector<TensorShape>& shapes, const std::string& library,
-                                               const RunnerOptions& options, size_t calls) {
+                                               const RunnerOptions& options, size_t largest) {
   RunnerSetup setup;
-  setup.layout = layout_outputs(output_sizes(shapes), calls);
+  setup.backend = options.backend;
+  setup.output_sizes = output_sizes(shapes);
+  const uint64_t largest_bytes = layout_outputs(setup.output_sizes, largest).bytes;
   // RAM-backed where there is room, so neither side's pages are ever written back to a disk.
-  const std::string parent = run_files_dir(setup.layout.bytes);
+  const std::string parent = run_files_dir(largest_bytes);
   std::string dir = parent + "/ca-run-XXXXXX";
   if (mkdtemp(dir.data()) == nullptr) return Error("cannot create a run directory under " + parent);
   setup.run_dir.dir = dir;
@@ -200,11 +206,6 @@ std::expected<RunnerSetup, std::string> set_up(const Program& program, const std
   setup.run_dir.io = dir + "/io";
   std::error_code ec;
   if (!std::filesystem::create_directory(setup.run_dir.io, ec)) return Error("cannot create " + setup.run_dir.io);
-  auto region = OutputRegion::create(setup.run_dir.io, setup.layout.bytes);
-  if (!region) return Error(region.error());
-  setup.region = std::make_shared<OutputRegion>(std::move(*region));
-  // Page-locked here too, so that moving the outputs to the GPU for the comparison is one DMA; pageable otherwise.
-  if (options.backend == Backend::cuda) setup.region->pin();
   auto absolute = with_absolute_files(program);
   if (!absolute) return Error(absolute.error());
   setup.program = std::move(*absolute);
@@ -216,8 +217,27 @@ std::expected<RunnerSetup, std::string> set_up(const Program& program, const std
   setup.spec.gpu = options.backend == Backend::cuda;
   setup.spec.limits = options.limits;
   // The runner maps the whole region: the harness's memory, not the candidate's, so the address-space limit grows.
-  setup.spec.limits.memory_bytes += int64_t(setup.layout.bytes);
+  setup.spec.limits.memory_bytes += int64_t(largest_bytes);
   return setup;
+}
+
+// Gives the region room for `calls` calls' outputs: a new one (page-locked on cuda, so that moving the outputs to
+// the GPU for the comparison is one DMA) when there is none or it is smaller. The old one's file goes; the runner
+// keeps its mapping until a request names the new file, and views of it keep theirs.
+std::expected<void, std::string> make_room(RunnerSetup& setup, size_t calls) {
+  if (setup.region && setup.layout.offsets.size() >= calls) return {};
+  OutputLayout layout = layout_outputs(setup.output_sizes, calls);
+  auto region = OutputRegion::create(setup.run_dir.io, layout.bytes);
+  if (!region) return Error(region.error());
+  // The sandbox gives its user the writable tree when it starts; a region made later must be given too.
+  if (::geteuid() == 0 && ::chown(region->path().c_str(), k_sandbox_uid, k_sandbox_uid) != 0) {
+    return Error(region->path() + ": cannot hand the output region to the sandbox's user: " + std::strerror(errno));
+  }
+  if (setup.region) ::unlink(setup.region->path().c_str());
+  setup.region = std::make_shared<OutputRegion>(std::move(*region));
+  setup.layout = std::move(layout);
+  if (setup.backend == Backend::cuda) setup.region->pin();
+  return {};
 }
 
 // Writes the request for `calls` (results to io_dir) to `path`, readable by the sandbox's unprivileged user.
@@ -271,6 +291,7 @@ std::expected<RunnerOutcome, std::string> run_in_runner(const Program& program, 
                                                         const RunnerOptions& options) {
   auto setup = set_up(program, shapes, library, options, calls.size());
   if (!setup) return Error(setup.error());
+  if (auto room = make_room(*setup, calls.size()); !room) return Error(room.error());
   std::string request_path = setup->run_dir.dir + "/request.json";
   if (auto written = write_request(request_path, *setup, shapes, library, calls, setup->run_dir.io, options); !written) {
     return Error(written.error());
@@ -296,7 +317,7 @@ struct RunnerSession::State {
   std::optional<SandboxSession> sandbox;  // from the first run until the runner ends
   std::optional<SandboxResult> ended;     // how the runner ended, once it did
   int rounds = 0;                         // run() calls so far
-  size_t largest_round = 0;               // calls the output region has room for
+  size_t largest_round = 0;               // the most calls a round may have
 };
 
 RunnerSession::RunnerSession(std::unique_ptr<State> state) : m_state(std::move(state)) {}
@@ -329,11 +350,13 @@ const RunnerOptions& RunnerSession::options() const { return m_state->options; }
 std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<RunnerCall>& calls) {
   State& s = *m_state;
   if (calls.size() > s.largest_round) {
-    return Error("a round of " + std::to_string(calls.size()) + " calls does not fit in the session's output region, made for " +
+    return Error("a round of " + std::to_string(calls.size()) + " calls does not fit in the session's output region, opened for " +
                  std::to_string(s.largest_round));
   }
   // The runner is about to write over the region that an earlier round's outputs are views of.
   if (s.setup.region.use_count() > 1) return Error("an earlier round's outputs are still in use; drop them before the next round");
+  // Grown as rounds need (ca-profile: its first round is small, later ones as many calls as it measures it needs).
+  if (auto room = make_room(s.setup, calls.size()); !room) return Error(room.error());
   const int round = s.rounds++;
   // Each round has its own results directory, which the runner makes, so no report of an earlier round is read again;
   // the outputs of every round go to the same region.

@@ -75,8 +75,9 @@ std::expected<RunnerOutcome, std::string> run_in_runner(const Program& program, 
 
 /// One sandboxed runner (ca-runner --serve) for all the rounds of a profile, so that the sandbox, the device and
 /// the library are set up once. Each run() is one request, answered as run_in_runner answers it: its results in a
-/// directory of its own (io/round-K), its outputs in the session's one output region (sized at open for the largest
-/// round, mapped and pinned once on both sides), its elapsed_us from sending the request to reading the runner's "done", and
+/// directory of its own (io/round-K), its outputs in the session's output region (made for the first round, made
+/// anew only when a round has more calls than it holds, so mapped and pinned about once on both sides), its
+/// elapsed_us from sending the request to reading the runner's "done", and
 /// its wall limit options.limits.wall_s (the first round's includes the start-up). RLIMIT_CPU counts the whole
 /// process, so the session's CPU limit is options.limits.cpu_s * rounds (options() has it). Buffers stay at fresh
 /// addresses across rounds: the runner keeps one Device. Between rounds the sandbox is paused (SIGSTOP), so nothing
@@ -85,8 +86,8 @@ std::expected<RunnerOutcome, std::string> run_in_runner(const Program& program, 
 /// later runs report every call missing, with the same sandbox result.
 class RunnerSession {
  public:
-  /// Makes the run directory and an output region for `largest_round` calls; the runner starts with the first run().
-  /// Fails as run_in_runner does, or when the region cannot be had.
+  /// Makes the run directory for rounds of at most `largest_round` calls (the runner's address-space limit allows
+  /// for a region that big); the runner and the region start with the first run(). Fails as run_in_runner does.
   static std::expected<RunnerSession, std::string> open(const Program& program, const std::vector<TensorShape>& shapes,
                                                        const std::string& library, const RunnerOptions& options, int rounds,
                                                        size_t largest_round);
@@ -95,9 +96,9 @@ class RunnerSession {
   /// Finishes the runner if it still runs, and removes the run directory.
   ~RunnerSession();
 
-  /// Runs `calls` as one round. Fails only when the harness fails (an unwritable request, no sandbox, unreadable
-  /// results, an interrupt) or is misused: more calls than open() made room for, or outputs of an earlier round
-  /// still alive.
+  /// Runs `calls` as one round. Fails only when the harness fails (no room for the output region, an unwritable
+  /// request, no sandbox, unreadable results, an interrupt) or is misused: more calls than `largest_round`, or
+  /// outputs of an earlier round still alive.
   std::expected<RunnerOutcome, std::string> run(const std::vector<RunnerCall>& calls);
   /// Closes the runner's stdin and waits for it to exit (killing it after 10 s); how it ended, or nullopt when it
   /// never started. Later runs report every call missing.

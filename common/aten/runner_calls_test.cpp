@@ -175,9 +175,12 @@ TEST_F(FakeRunnerTest, ARegionCutShortOrPunchedIsNeverRead) {
   EXPECT_EQ(ran->calls[1].output_problem, "output 0 is gone from the output region (its file was cut short or punched)");
 }
 
-TEST_F(FakeRunnerTest, ASessionReusesItsRegionOnlyOnceTheOutputsAreDropped) {
-  RunnerOptions options = served("serve", "    echo '{\"event\":\"loaded\"}'\n    put 0; report 0 8\n    put 1; report 1 8\n");
-  auto session = RunnerSession::open(m_program, shapes(), m_library, options, 3, 2);
+TEST_F(FakeRunnerTest, ASessionGrowsItsRegionAndReusesItOnlyOnceTheOutputsAreDropped) {
+  // Every call of the request ("seed" once per call) gets its output and its line.
+  RunnerOptions options = served("serve", "    echo '{\"event\":\"loaded\"}'\n"
+                                          "    n=$(grep -o '\"seed\"' \"$request\" | wc -l); i=0\n"
+                                          "    while [ $i -lt $n ]; do put $i; report $i 8; i=$((i + 1)); done\n");
+  auto session = RunnerSession::open(m_program, shapes(), m_library, options, 3, 3);
   ASSERT_TRUE(session) << session.error();
   std::optional<RunnerOutcome> first;
   {
@@ -193,14 +196,26 @@ TEST_F(FakeRunnerTest, ASessionReusesItsRegionOnlyOnceTheOutputsAreDropped) {
   EXPECT_EQ(refused.error(), "an earlier round's outputs are still in use; drop them before the next round");
   first.reset();
 
-  auto bigger = session->run({{3, false}, {4, false}, {5, false}});
-  ASSERT_FALSE(bigger);
-  EXPECT_EQ(bigger.error(), "a round of 3 calls does not fit in the session's output region, made for 2");
+  auto too_big = session->run({{3, false}, {4, false}, {5, false}, {6, false}});
+  ASSERT_FALSE(too_big);
+  EXPECT_EQ(too_big.error(), "a round of 4 calls does not fit in the session's output region, opened for 3");
 
-  auto second = session->run({{3, false}, {4, false}});
-  ASSERT_TRUE(second) << second.error();
-  EXPECT_EQ(values(second->calls[0].outputs[0]), (std::vector<float>{1, 2}));
-  EXPECT_EQ(second->sandbox.exit_code, 0);
+  {
+    // One call more than the region holds: a new region, which the runner (started already, as the sandbox's user)
+    // can write too; call 2's output lies past the end of the first region.
+    auto grown = session->run({{3, false}, {4, false}, {5, false}});
+    ASSERT_TRUE(grown) << grown.error();
+    ASSERT_FALSE(call_failure(*grown, 2, "call", session->options())) << grown->sandbox.err;
+    EXPECT_EQ(values(grown->calls[2].outputs[0]), (std::vector<float>{1, 2}));
+    EXPECT_EQ(values(grown->calls[1].outputs[0]), (std::vector<float>{3, 4}));
+  }
+
+  // Fewer calls: the same region again.
+  auto again = session->run({{6, false}});
+  ASSERT_TRUE(again) << again.error();
+  ASSERT_FALSE(call_failure(*again, 0, "call", session->options())) << again->sandbox.err;
+  EXPECT_EQ(values(again->calls[0].outputs[0]), (std::vector<float>{1, 2}));
+  EXPECT_EQ(again->sandbox.exit_code, 0);
   auto ended = session->finish();
   ASSERT_TRUE(ended);
   EXPECT_EQ(ended->exit_code, 0) << ended->err;
