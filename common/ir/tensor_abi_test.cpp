@@ -10,6 +10,8 @@
 
 #ifdef CA_WITH_CUDA
 #include <cuda_runtime.h>
+
+#include "ir/cuda_test_util.h"
 #endif
 
 namespace ca {
@@ -54,13 +56,6 @@ TEST(TensorAbiTest, BadSpecsAndSizesAreErrorsWithMessages) {
 }
 
 #ifdef CA_WITH_CUDA
-bool have_gpu() {
-  int count = 0;
-  const bool ok = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-  cudaGetLastError();
-  return ok;
-}
-
 TEST(CudaDigestAbiTest, DrawsAndDigestsOnTheDeviceAsOnTheHost) {
   if (!have_gpu()) GTEST_SKIP() << "no CUDA device";
   const std::vector<uint8_t> expected = expected_bytes();

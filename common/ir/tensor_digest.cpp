@@ -4,9 +4,9 @@
 #include <bit>
 #include <cstdio>
 #include <cstring>
-#include <system_error>
-#include <thread>
 #include <vector>
+
+#include "util/slices.h"
 
 namespace ca {
 namespace {
@@ -14,7 +14,6 @@ namespace {
 // The words are read little-endian on both sides; a big-endian host would need a byte swap here.
 static_assert(std::endian::native == std::endian::little);
 
-constexpr uint64_t k_max_digest_threads = 16;
 constexpr uint64_t k_words_per_thread = uint64_t(1) << 20;  // 8 MB: below this a thread costs more than it saves
 
 DigestSums sum_words(const uint8_t* data, uint64_t begin, uint64_t end) {
@@ -40,22 +39,9 @@ std::string finish_digest(const DigestSums& sums, uint64_t nbytes) {
 std::string digest_bytes(const void* data, uint64_t nbytes) {
   const auto* bytes = static_cast<const uint8_t*>(data);
   const uint64_t words = nbytes / 8;
-  const uint64_t threads = std::min<uint64_t>(
-      {std::max(1u, std::thread::hardware_concurrency()), k_max_digest_threads, words / k_words_per_thread + 1});
-  std::vector<DigestSums> parts(threads);
-  auto sum_slice = [&](uint64_t slice) {
-    parts[slice] = sum_words(bytes, words * slice / threads, words * (slice + 1) / threads);
-  };
-  std::vector<std::thread> workers;
-  for (uint64_t slice = 1; slice < threads; ++slice) {
-    try {
-      workers.emplace_back(sum_slice, slice);
-    } catch (const std::system_error&) {  // no thread to be had (a sandbox's process limit): sum it here
-      sum_slice(slice);
-    }
-  }
-  sum_slice(0);
-  for (auto& worker : workers) worker.join();
+  const uint64_t slices = slice_count(words, k_words_per_thread);
+  std::vector<DigestSums> parts(slices);
+  run_slices(slices, [&](uint64_t slice) { parts[slice] = sum_words(bytes, words * slice / slices, words * (slice + 1) / slices); });
   DigestSums total;
   for (const DigestSums& part : parts) {
     total.a += part.a;

@@ -8,18 +8,13 @@
 
 #include <cuda_runtime.h>
 
+#include "ir/cuda_test_util.h"
+
 #include <string>
 #include <vector>
 
 namespace ca {
 namespace {
-
-bool have_gpu() {
-  int count = 0;
-  const bool ok = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-  cudaGetLastError();
-  return ok;
-}
 
 std::string device_digest(const uint8_t* data, uint64_t nbytes) {
   DigestSums sums;

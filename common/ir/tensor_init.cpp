@@ -4,16 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 #include "ir/safetensors.h"
+#include "util/slices.h"
 
 namespace ca {
 namespace {
 
-constexpr uint64_t k_max_draw_threads = 16;
 constexpr uint64_t k_elements_per_thread = uint64_t(1) << 16;  // below this a thread costs more than it saves
 
 }  // namespace
@@ -32,22 +30,11 @@ std::expected<void, std::string> draw_tensor(const TensorSpec& spec, uint64_t se
     const uint64_t count = out.size() / sizeof(T);
     // Every element is a function of its index alone (counter-based Philox), so slices can be drawn on threads.
     // Drawing costs about 10 ns an element, which a profile pays twice per call on cpu.
-    const uint64_t threads = std::min<uint64_t>({std::max(1u, std::thread::hardware_concurrency()), k_max_draw_threads,
-                                                 count / k_elements_per_thread + 1});
-    auto draw_slice = [&](uint64_t slice) {
-      const uint64_t begin = count * slice / threads, end = count * (slice + 1) / threads;
+    const uint64_t slices = slice_count(count, k_elements_per_thread);
+    run_slices(slices, [&](uint64_t slice) {
+      const uint64_t begin = count * slice / slices, end = count * (slice + 1) / slices;
       for (uint64_t i = begin; i < end; ++i) values[i] = element.bits(params, seed, stream, i);
-    };
-    std::vector<std::thread> workers;
-    for (uint64_t slice = 1; slice < threads; ++slice) {
-      try {
-        workers.emplace_back(draw_slice, slice);
-      } catch (const std::system_error&) {  // no thread to be had (a sandbox's process limit): draw it here
-        draw_slice(slice);
-      }
-    }
-    draw_slice(0);
-    for (auto& worker : workers) worker.join();
+    });
   });
   return {};
 }

@@ -8,6 +8,8 @@
 
 #include <cuda_runtime.h>
 
+#include "ir/cuda_test_util.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -19,13 +21,6 @@
 
 namespace ca {
 namespace {
-
-bool have_gpu() {
-  int count = 0;
-  const bool ok = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
-  cudaGetLastError();
-  return ok;
-}
 
 class DeviceBuffer {
  public:
@@ -147,11 +142,15 @@ TEST(CudaRunnerTensorInitTest, FillOnDeviceWritesFillPoisonsBytesForEveryDtype) 
       fill_poison(dtype, expected);
       DeviceBuffer buffer(bytes);
       ASSERT_EQ(buffer.error(), cudaSuccess) << what;
-      if (bytes > 0) ASSERT_EQ(cudaMemset(buffer.data(), 0, bytes), cudaSuccess) << what;
+      if (bytes > 0) {
+        ASSERT_EQ(cudaMemset(buffer.data(), 0, bytes), cudaSuccess) << what;
+      }
       const std::vector<uint8_t> element = poison_element(dtype);
       ASSERT_EQ(fill_on_device(buffer.data(), count, element.data(), element.size(), nullptr), cudaSuccess) << what;
       std::vector<uint8_t> got(bytes);
-      if (bytes > 0) ASSERT_EQ(cudaMemcpy(got.data(), buffer.data(), bytes, cudaMemcpyDeviceToHost), cudaSuccess) << what;
+      if (bytes > 0) {
+        ASSERT_EQ(cudaMemcpy(got.data(), buffer.data(), bytes, cudaMemcpyDeviceToHost), cudaSuccess) << what;
+      }
       EXPECT_TRUE(got == expected) << what;
       EXPECT_EQ(count_poison(dtype, got), count) << what;
     }
