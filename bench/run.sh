@@ -3,7 +3,8 @@
 #   1. per-candidate cost of build + verify + profile, with cached baselines and a cold candidate build cache: one
 #      candidate per verify | profile (tools start each time), and a batch of BATCH (default 8) through one
 #      `ca-verify -j BATCH_JOBS (default 4) | ca-profile`;
-#   2. repeatability: one candidate profiled 5 times, the spread of its medians;
+#   2. repeatability: one candidate profiled 5 times, the spread of its medians (each profile's rounds' medians too,
+#      from its --samples, to tell a profile shifted as a whole from scattered slow calls);
 #   3. eager from the C++ interpreter (ca-profile) against PyTorch eager (bench/eager_torch.py), same method.
 # Usage: bench/run.sh cpu|cuda [OUT_DIR]. Writes OUT_DIR/results.md (and the raw records) and prints it.
 # CA_BIN defaults to build/bin (build-gpu/bin for cuda), CA_PYTHON to .venv/bin/python, else python3;
@@ -47,7 +48,7 @@ pipeline() {  # pipeline CANDIDATE_LINE OUT: build + verify + profile one candid
   local start end
   start=$(date +%s.%N)
   "$bin/ca-verify" --tasks "$tasks" "${arch[@]}" <<<"$1" 2>>"$out/stderr.log" |
-    "$bin/ca-profile" --tasks "$tasks" "${arch[@]}" "${extra[@]}" >"$2" 2>>"$out/stderr.log"
+    "$bin/ca-profile" --tasks "$tasks" "${arch[@]}" "${extra[@]}" --samples >"$2" 2>>"$out/stderr.log"
   end=$(date +%s.%N)
   python3 -c "print(round($end - $start, 3))"
 }
@@ -68,7 +69,7 @@ while read -r line; do
     cat "$scratch/one.jsonl" >>"$out/repeat.jsonl"
   done
   for run in 4 5; do  # two more profiles of the same (now built) candidate, for five medians
-    "$bin/ca-profile" --tasks "$tasks" "${arch[@]}" "${extra[@]}" <<<"$line" >>"$out/repeat.jsonl" 2>>"$out/stderr.log"
+    "$bin/ca-profile" --tasks "$tasks" "${arch[@]}" "${extra[@]}" --samples <<<"$line" >>"$out/repeat.jsonl" 2>>"$out/stderr.log"
   done
   # Steady state, as a batch evaluation runs: BATCH copies through one `ca-verify -j BATCH_JOBS | ca-profile`, so the
   # tools start once and builds and trials overlap the profiles (which hold the device alone). Each copy's source
@@ -144,4 +145,15 @@ for cid, ps in profiles.items():
     calls = statistics.median(p["count"]["candidate"] for p in ps)
     cells = [f"{statistics.median(p['wall_s'].get(name, 0) for p in ps):.2f}" for name in phases]
     print(f"| {cid} | {calls:.0f} | " + " | ".join(cells) + " |")
+
+# Each of the five profiles: the candidate's and eager's median per round (us), from samples_us.
+print("\n| candidate | profile | candidate: round medians us | eager: round medians us |")
+print("|---|---|---|---|")
+for cid, ps in profiles.items():
+    for i, p in enumerate(ps, 1):
+        samples = p.get("samples_us")
+        if not samples:
+            continue
+        cells = [" ".join(f"{statistics.median(r):.1f}" for r in samples[m] if r) for m in ("candidate", "eager")]
+        print(f"| {cid} | {i} | {cells[0]} | {cells[1]} |")
 PY

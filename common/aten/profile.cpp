@@ -1,6 +1,7 @@
 #include "aten/profile.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -209,7 +210,10 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   std::vector<double> times[3];  // candidate, eager, compile
   size_t checked = 0;
   int calls = 2;  // timed calls per method in the first round; later rounds are sized from its times
+  // Each round's slice of the three, as its boundaries in times[]: rounds[k][method] is where round k began.
+  std::vector<std::array<size_t, 3>> rounds;
   for (int round = 0; round < options.rounds; ++round) {
+    rounds.push_back({times[0].size(), times[1].size(), times[2].size()});
     std::vector<uint64_t> seeds;
     for (int i = 0; i <= calls; ++i) seeds.push_back(source.next());
     std::string label = "round " + std::to_string(round + 1) + "/" + std::to_string(options.rounds);
@@ -291,6 +295,20 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
                        {"compile", has_compile ? Json(compile_stats.spread) : Json(nullptr)}};
   profile["count"] = {{"candidate", candidate_stats.count}, {"eager", eager_stats.count}, {"compile", compile_stats.count}};
   profile["checked_calls"] = checked;
+  if (options.samples) {
+    // Every timed call's counted time, round by round, to tell a shifted profile from a bimodal one.
+    Json samples = Json::object();
+    const char* names[3] = {"candidate", "eager", "compile"};
+    for (size_t method = 0; method < 3; ++method) {
+      Json per_round = Json::array();
+      for (size_t k = 0; k < rounds.size(); ++k) {
+        size_t end = k + 1 < rounds.size() ? rounds[k + 1][method] : times[method].size();
+        per_round.push_back(std::vector<double>(times[method].begin() + long(rounds[k][method]), times[method].begin() + long(end)));
+      }
+      samples[names[method]] = std::move(per_round);
+    }
+    profile["samples_us"] = std::move(samples);
+  }
   profile["wall_s"] = phases.seconds();
   Json speedup = {{"vs_eager", eager_stats.median / candidate_stats.median}};
   speedup["vs_compile"] = has_compile ? Json(compile_stats.median / candidate_stats.median) : Json(nullptr);

@@ -27,6 +27,7 @@ struct ProfileOptions {
   double min_ms = 100;                 // measured time per method, at least (more calls per round until reached)
   int max_calls = 200;                 // timed calls per method and round, at most
   bool compile = true;                 // time the compiled baseline
+  bool samples = false;                // keep every timed call's time in the record (samples_us)
   CompiledOptions compiled;            // its cache; compiled.allow_tf32 is the precision mode of both baselines;
                                        // num_threads comes from the field above (baseline_options)
   Tolerance tolerance;                 // for the outputs of timed calls
@@ -39,7 +40,8 @@ CompiledOptions baseline_options(const ProfileOptions& options);
 
 /// Returns the `profile` object for `candidate` ({files, backend}) against `task`:
 /// {ok, stage?, message, device, backend, method, precision, rounds, times_us:{candidate, eager, compile},
-///  spread, count, speedup:{vs_eager, vs_compile}, floor_us, checked_calls, wall_s:{build, runner, eager, compile, check, ...}, compile | compile_error}.
+///  spread, count, speedup:{vs_eager, vs_compile}, floor_us, checked_calls, wall_s:{build, runner, eager, compile, check, ...}, compile | compile_error,
+///  samples_us:{candidate, eager, compile: [[us per timed call] per round]} with options.samples}.
 /// ok is false when a timed call fails or differs from the reference (stage run/timeout/compare) or the
 /// candidate's time is below the speed-of-light floor (stage floor). Returns an error only when the harness fails.
 std::expected<Json, std::string> profile_candidate(const Json& task, const Json& candidate, const ProfileOptions& options);

@@ -28,6 +28,24 @@ assert p["floor_us"] > 1e6, p["floor_us"]
 PY
 "$CA_BIN/ca-reward" <<<"$(sed 's/^{/{"verify":{"ok":true},/' "$WORK/stdout")" | grep -q '"value":-1' || fail "a floor failure must earn -1"
 
+# --samples: every timed call's time, round by round, the ones the medians are of; without it, none.
+run "$CA_BIN/ca-profile" "${fast[@]}" --min-ms 2 --samples "$WORK/correct.jsonl"
+expect_code 0
+python3 - "$WORK/stdout" <<'PY' || fail "samples_us: $(head -c 600 "$WORK/stdout")"
+import json, statistics, sys
+p = json.loads(open(sys.argv[1]).read())["profile"]
+assert p["ok"], p
+for method in ("candidate", "eager"):
+    rounds = p["samples_us"][method]
+    assert len(rounds) == p["rounds"] == 2, rounds
+    flat = [t for r in rounds for t in r]
+    assert len(flat) == p["count"][method] and all(t > 0 for t in flat), (method, rounds)
+    assert statistics.median(flat) == p["times_us"][method], (method, statistics.median(flat), p["times_us"])
+assert p["samples_us"]["compile"] == [[], []], p["samples_us"]["compile"]
+PY
+run "$CA_BIN/ca-profile" "${fast[@]}" --min-ms 2 "$WORK/correct.jsonl"
+grep -q samples_us "$WORK/stdout" && fail "samples_us without --samples"
+
 # Timed calls are checked: a candidate right only for its first five calls
 # passes ca-verify's five trials but not ca-profile (EXPLOITS B12).
 relu honest_when_checked >"$WORK/honest.jsonl"

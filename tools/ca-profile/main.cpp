@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   app.add_option("--min-ms", options.min_ms, "Measured milliseconds per method, at least")->capture_default_str();
   app.add_option("--max-calls", options.max_calls, "Timed calls per method and round, at most")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_flag("--no-compile", no_compile, "Do not time the torch.compile baseline");
+  app.add_flag("--samples", options.samples, "Keep every timed call's time in the record, round by round (samples_us)");
   app.add_flag("--tf32", options.compiled.allow_tf32, "Let the baselines use TF32 for float32 matmuls and convolutions");
   app.add_option("--threads", options.num_threads, "cpu: threads of the candidate and of the baselines")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--atol", options.tolerance.atol, "Absolute tolerance for timed outputs")->capture_default_str();
