@@ -101,13 +101,19 @@ std::expected<uint64_t, std::string> uint_field(const Json& json, std::string_vi
   return as_uint(**field, field_path(path, key));
 }
 
+std::expected<std::string, std::string> path_field(const Json& json, std::string_view key, std::string_view path) {
+  auto field = string_field(json, key, path);
+  if (!field) return Error(field.error());
+  if (field->empty()) return Error(field_path(path, key) + ": empty path");
+  return field;
+}
+
 std::expected<OutputRegionSpec, std::string> parse_region(const Json& json, std::string_view path) {
   if (!json.is_object()) return Error(std::string(path) + ": expected an object, got " + json_type(json));
   if (auto ok = check_known_fields(json, {"path", "bytes"}, path); !ok) return Error(ok.error());
   OutputRegionSpec region;
-  auto file = string_field(json, "path", path);
+  auto file = path_field(json, "path", path);
   if (!file) return Error(file.error());
-  if (file->empty()) return Error(field_path(path, "path") + ": empty path");
   region.path = std::move(*file);
   auto bytes = uint_field(json, "bytes", path);
   if (!bytes) return Error(bytes.error());
@@ -189,13 +195,11 @@ int64_t OutputSpec::numel() const {
 
 size_t OutputSpec::bytes() const { return size_t(numel()) * dtype_size(dtype); }
 
-
 std::expected<RunRequest, std::string> parse_request(const Json& json, std::string_view path) {
   if (auto ok = check_known_fields(json, k_request_fields, path); !ok) return Error(ok.error());
   RunRequest request;
-  auto library = string_field(json, "library", path);
+  auto library = path_field(json, "library", path);
   if (!library) return Error(library.error());
-  if (library->empty()) return Error(field_path(path, "library") + ": empty path");
   request.library = std::move(*library);
 
   auto backend = string_field(json, "backend", path);
@@ -243,9 +247,8 @@ std::expected<RunRequest, std::string> parse_request(const Json& json, std::stri
   }
   if (auto disjoint = check_disjoint(request, path); !disjoint) return Error(disjoint.error());
 
-  auto output_dir = string_field(json, "output_dir", path);
+  auto output_dir = path_field(json, "output_dir", path);
   if (!output_dir) return Error(output_dir.error());
-  if (output_dir->empty()) return Error(field_path(path, "output_dir") + ": empty path");
   request.output_dir = std::move(*output_dir);
   return request;
 }
