@@ -145,6 +145,18 @@ for cid, ps in profiles.items():
     calls = statistics.median(p["count"]["candidate"] for p in ps)
     cells = [f"{statistics.median(p['wall_s'].get(name, 0) for p in ps):.2f}" for name in phases]
     print(f"| {cid} | {calls:.0f} | " + " | ".join(cells) + " |")
+# cuda: of the runner phase, the runner's own start-up (its device, then loading the library), and whether both sides
+# page-locked the output region (a pageable one stages every copy).
+starts = {cid: [p["runner"] for p in ps if p.get("runner")] for cid, ps in profiles.items()}
+if any(starts.values()):
+    print("\n| candidate | runner device s | runner load s | region (runner) | region (harness) |")
+    print("|---|---|---|---|---|")
+    for cid, rs in starts.items():
+        if not rs:
+            continue
+        med = lambda key: f"{statistics.median(r.get(key, 0) for r in rs):.3f}"
+        regions = [sorted({r.get(side, "?") for r in rs}) for side in ("region", "harness_region")]
+        print(f"| {cid} | {med('device_s')} | {med('load_s')} | {'; '.join(regions[0])} | {'; '.join(regions[1])} |")
 
 # Each of the five profiles: the candidate's and eager's median per round (us), from samples_us.
 print("\n| candidate | profile | candidate: round medians us | eager: round medians us |")

@@ -40,8 +40,12 @@ CompiledOptions baseline_options(const ProfileOptions& options);
 
 /// Returns the `profile` object for `candidate` ({files, backend}) against `task`:
 /// {ok, stage?, message, device, backend, method, precision, rounds, times_us:{candidate, eager, compile},
-///  spread, count, speedup:{vs_eager, vs_compile}, floor_us, checked_calls, wall_s:{build, runner, eager, compile, check, ...}, compile | compile_error,
-///  samples_us:{candidate, eager, compile: [[us per timed call] per round]} with options.samples}.
+///  spread, count, speedup:{vs_eager, vs_compile}, floor_us, checked_calls, wall_s:{build, runner, eager, compile, check, ...},
+///  compile:{key, cached, seconds, kept (loaded for an earlier candidate of this process)} | compile_error,
+///  runner (cuda: the runner's account of its start-up, device_s, load_s, region, and harness_region),
+///  samples_us:{candidate, eager, compile: [[us per timed call] per round]} and samples_began:{candidate, eager,
+///  compile: [Unix seconds each round's part began]} with options.samples}. The compiled baseline's outputs are
+///  checked against eager's on one call a round; the candidate's on every call.
 /// ok is false when a timed call fails or differs from the reference (stage run/timeout/compare) or the
 /// candidate's time is below the speed-of-light floor (stage floor). Returns an error only when the harness fails.
 std::expected<Json, std::string> profile_candidate(const Json& task, const Json& candidate, const ProfileOptions& options);

@@ -73,14 +73,16 @@ Json runner_request(const Program& program, const std::vector<TensorShape>& shap
 }
 
 // One report slot per call of the request; a call without a report crashed or hung the runner.
+// Fills the outcome's load_error and runner_facts from the log.
 std::expected<std::vector<std::optional<CallReport>>, std::string> read_reports(const std::string& path, size_t calls,
-                                                                                std::string& load_error) {
+                                                                                RunnerOutcome& outcome) {
   std::vector<std::optional<CallReport>> reports(calls);
   auto text = read_file(path);
   if (!text) return reports;  // the runner died before writing anything
   auto log = parse_results(*text);
   if (!log) return Error(log.error());
-  load_error = log->load_error;
+  outcome.load_error = log->load_error;
+  outcome.runner_facts = log->facts;
   for (const auto& report : log->calls) {
     if (report.call >= calls) return Error("runner reported call " + std::to_string(report.call) + " of " + std::to_string(calls));
     reports[report.call] = report;
@@ -184,6 +186,7 @@ struct RunnerSetup {
   std::vector<uint64_t> output_sizes;    // of each output, in order
   std::shared_ptr<OutputRegion> region;  // null until make_room; also held by every output view handed out
   OutputLayout layout;                   // the region's: room for layout.offsets.size() calls
+  std::string pin_error;                 // cuda: why the region is not page-locked on this side; "" when it is
   Program program;
   std::string runner;
   SandboxSpec spec;
@@ -236,7 +239,10 @@ std::expected<void, std::string> make_room(RunnerSetup& setup, size_t calls) {
   if (setup.region) ::unlink(setup.region->path().c_str());
   setup.region = std::make_shared<OutputRegion>(std::move(*region));
   setup.layout = std::move(layout);
-  if (setup.backend == Backend::cuda) setup.region->pin();
+  if (setup.backend == Backend::cuda) {
+    auto pinned = setup.region->pin();
+    setup.pin_error = pinned ? "" : pinned.error();
+  }
   return {};
 }
 
@@ -260,8 +266,9 @@ double microseconds(std::chrono::steady_clock::duration elapsed) {
 // sandbox may change the region while this checks and views it.
 std::expected<void, std::string> collect(RunnerOutcome& outcome, const std::string& io_dir, const RunnerSetup& setup,
                                          const std::vector<TensorShape>& shapes, size_t calls) {
-  auto reports = read_reports(io_dir + "/" + std::string(k_results_file), calls, outcome.load_error);
+  auto reports = read_reports(io_dir + "/" + std::string(k_results_file), calls, outcome);
   if (!reports) return Error(reports.error());
+  outcome.pin_error = setup.pin_error;
   double reported_us = 0;
   for (size_t i = 0; i < calls; ++i) {
     RunnerCallResult result;

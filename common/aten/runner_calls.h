@@ -48,6 +48,8 @@ struct RunnerOutcome {
   double elapsed_us = 0;  // the invocation (a session's: the round) on this process's clock; the runner's times
                           // cannot sum past it
   std::string untrusted;  // why no report of this invocation can be believed; "" normally
+  Json runner_facts;      // the runner's own account of its start-up (protocol.h loaded_event), for diagnosis only
+  std::string pin_error;  // cuda: why this side's view of the output region is pageable; "" when page-locked
 };
 
 /// Seeds the candidate cannot predict (EXPLOITS B14): std::random_device, or a fixed sequence from `seed` to

@@ -124,13 +124,20 @@ std::expected<OutputRegion, std::string> OutputRegion::open(const std::string& p
   return region;
 }
 
-bool OutputRegion::pin() {
+std::expected<void, std::string> OutputRegion::pin() {
 #ifdef CA_WITH_CUDA
-  if (m_pinned || m_data == nullptr) return m_pinned;
-  m_pinned = cudaHostRegister(m_data, m_size, cudaHostRegisterPortable) == cudaSuccess;
-  if (!m_pinned) cudaGetLastError();  // pageable then, as before; the error is not the candidate's
+  if (m_pinned) return {};
+  if (m_data == nullptr) return Error(m_path + ": an empty region has nothing to page-lock");
+  cudaError_t error = cudaHostRegister(m_data, m_size, cudaHostRegisterPortable);
+  if (error != cudaSuccess) {
+    cudaGetLastError();  // pageable then; the error is not the candidate's
+    return Error(m_path + ": cannot page-lock " + std::to_string(m_size) + " bytes: " + cudaGetErrorString(error));
+  }
+  m_pinned = true;
+  return {};
+#else
+  return Error("built without CUDA");
 #endif
-  return m_pinned;
 }
 
 bool OutputRegion::holds(uint64_t offset, uint64_t bytes) const {

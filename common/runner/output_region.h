@@ -47,9 +47,9 @@ class OutputRegion {
   uint64_t size() const { return m_size; }
   const std::string& path() const { return m_path; }
 
-  /// Page-locks the mapping for CUDA (cudaHostRegister), so that copies between it and a device are one DMA. Returns
-  /// false, leaving it pageable, where that fails or the build has no CUDA; true when already pinned.
-  bool pin();
+  /// Page-locks the mapping for CUDA (cudaHostRegister), so that copies between it and a device are one DMA. Where
+  /// that fails, or the build has no CUDA, it stays pageable (copies are staged) and the error says why.
+  std::expected<void, std::string> pin();
   bool pinned() const { return m_pinned; }
 
   /// Whether the `bytes` at `offset` can be read through the mapping without a fault the kernel would answer with

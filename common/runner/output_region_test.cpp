@@ -136,9 +136,15 @@ TEST_F(OutputRegionTest, CudaCopiesLandInAPinnedRegionAndInPageableMemory) {
   ASSERT_TRUE(input) << input.error().message;
   ASSERT_TRUE((*device)->before_call());
 
-  auto region = OutputRegion::create(m_dir.string(), layout_outputs(std::vector<uint64_t>{expected.size()}, 2).bytes);
+  // Where the harness puts it: the kernel page-locks shared memory, while some filesystems refuse (/tmp on overlayfs).
+  const uint64_t bytes = layout_outputs(std::vector<uint64_t>{expected.size()}, 2).bytes;
+  const fs::path dir = fs::path(run_files_dir(bytes)) / ("ca-region-test-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  auto region = OutputRegion::create(dir.string(), bytes);
   ASSERT_TRUE(region) << region.error();
-  EXPECT_TRUE(region->pin());
+  fs::remove_all(dir);  // the mapping outlives the name
+  auto pinned = region->pin();
+  ASSERT_TRUE(pinned) << pinned.error();
   EXPECT_TRUE(region->pin()) << "pinning twice is harmless";
   const uint64_t second = layout_outputs(std::vector<uint64_t>{expected.size()}, 2).offsets[1][0];
   ASSERT_TRUE((*device)->copy_out(*input, {region->data() + second, expected.size()}));

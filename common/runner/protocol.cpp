@@ -299,7 +299,11 @@ Json to_json(const CallReport& result) {
   return json;
 }
 
-Json loaded_event() { return {{"event", "loaded"}}; }
+Json loaded_event(const Json& facts) {
+  Json event = facts;
+  event["event"] = "loaded";
+  return event;
+}
 
 Json load_failed_event(std::string_view message) { return {{"event", "load_failed"}, {"message", message}}; }
 
@@ -384,6 +388,8 @@ std::expected<RunLog, std::string> parse_results(std::string_view text) {
     }
     if (*event == "loaded") {
       log.loaded = true;
+      log.facts = json;
+      log.facts.erase("event");
       continue;
     }
     if (*event == "load_failed") {

@@ -89,8 +89,10 @@ struct CallReport {
 /// {"call","seed","rc","inputs_changed","changed_inputs","wall_us","device_us","ok"}, plus "cuda_error" when there was
 /// one, "own_launches" when they were counted and "output_bytes" when outputs were written.
 Json to_json(const CallReport& result);
-/// {"event":"loaded"}: dlopen and dlsym succeeded; written before the first call.
-Json loaded_event();
+/// {"event":"loaded", facts...}: dlopen and dlsym succeeded; written before the request's first call. The facts are
+/// the runner's own account of its start-up (device_s, load_s; on cuda "region": "page-locked" or "pageable: why"),
+/// reported for diagnosis and never used to judge.
+Json loaded_event(const Json& facts = Json::object());
 /// {"event":"load_failed","message":...}: the library could not be loaded or lacks ca_forward.
 Json load_failed_event(std::string_view message);
 
@@ -98,6 +100,7 @@ Json load_failed_event(std::string_view message);
 struct RunLog {
   bool loaded = false;
   std::string load_error;  // non-empty after a load_failed event
+  Json facts = Json::object();  // the last loaded event's facts
   std::vector<CallReport> calls;
 };
 

@@ -142,12 +142,13 @@ TEST(ProtocolTest, InvalidJsonGivesItsPosition) {
 TEST(ProtocolTest, ResultsParseEventsAndCallsAndIgnoreACutOffLine) {
   CallReport first{0, 5, 0, false, {}, 12.5, 11.0, ""};
   CallReport second{1, 6, 3, true, {1}, 7.0, 7.0, ""};
-  std::string text = loaded_event().dump() + "\n" + to_json(first).dump() + "\n" + to_json(second).dump() + "\n" +
+  std::string text = loaded_event({{"device_s", 0.25}, {"region", "page-locked"}}).dump() + "\n" + to_json(first).dump() + "\n" + to_json(second).dump() + "\n" +
                      R"({"call":2,"seed":9,"rc":0,"inp)";
   auto log = parse_results(text);
   ASSERT_TRUE(log) << log.error();
   EXPECT_TRUE(log->loaded);
   EXPECT_TRUE(log->load_error.empty());
+  EXPECT_EQ(log->facts, (Json{{"device_s", 0.25}, {"region", "page-locked"}})) << "the start-up facts, without the event";
   ASSERT_EQ(log->calls.size(), 2u);
   EXPECT_TRUE(log->calls[0].ok());
   EXPECT_EQ(log->calls[0].wall_us, 12.5);

@@ -8,6 +8,7 @@
 
 #include <bit>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -186,6 +187,10 @@ std::expected<CallRun, RunError> run_call(const RunRequest& request, size_t inde
   return run;
 }
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 std::expected<std::unique_ptr<Device>, RunError> make_device(const RunRequest& request) {
   if (request.backend == Backend::cuda) return make_cuda_device(request.device_index);
   return make_cpu_device();
@@ -253,9 +258,11 @@ std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& reque
   const bool first = m_device == nullptr;
   if (first) {
     // cuda: the context exists before the library loads, so nothing the library's initialisers do precedes it.
+    auto started = std::chrono::steady_clock::now();
     auto device = make_device(request);
     if (!device) return Error(device.error());
     m_device = std::move(*device);
+    m_facts["device_s"] = seconds_since(started);
     m_first = request;
     m_first.calls.clear();
   } else if (request.library != m_first.library || request.backend != m_first.backend ||
@@ -271,7 +278,10 @@ std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& reque
     auto region = OutputRegion::open(request.output_region.path, request.output_region.bytes);
     if (!region) return Error({RunFailure::io_error, region.error()});
     m_region = std::move(*region);
-    if (request.backend == Backend::cuda) m_region->pin();
+    if (request.backend == Backend::cuda) {
+      auto pinned = m_region->pin();
+      m_facts["region"] = pinned ? "page-locked" : "pageable: " + pinned.error();
+    }
   }
   std::error_code ec;
   std::filesystem::create_directories(request.output_dir, ec);
@@ -286,7 +296,9 @@ std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& reque
     setenv("OMP_NUM_THREADS", std::to_string(request.num_threads).c_str(), 1);
     // A bare file name would be searched for on the library path instead of taken as given.
     std::string library = request.library.find('/') == std::string::npos ? "./" + request.library : request.library;
+    auto started = std::chrono::steady_clock::now();
     void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    m_facts["load_s"] = seconds_since(started);
     std::string load_error;
     if (handle == nullptr) {
       const char* message = dlerror();
@@ -307,7 +319,7 @@ std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& reque
   }
   // The library stays loaded until exit: unloading could run code of a candidate that left threads behind. Every
   // request's results say it is loaded, so each results.jsonl reads as a runner's whole run.
-  if (auto written = append_line(results.get(), loaded_event(), results_path); !written) return Error(written.error());
+  if (auto written = append_line(results.get(), loaded_event(m_facts), results_path); !written) return Error(written.error());
 
   RunSummary summary;
   for (size_t i = 0; i < request.calls.size(); ++i) {

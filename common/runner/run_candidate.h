@@ -72,6 +72,7 @@ class CandidateRunner {
   std::unique_ptr<Device> m_device;
   RunRequest m_first;  // library, backend, device_index, num_threads of the first request
   ForwardFn m_forward = nullptr;
+  Json m_facts = Json::object();  // what every loaded event says of the start-up (protocol.h)
 };
 
 /// ca-runner --serve: reads one request path per line from `in_fd`, runs each with one CandidateRunner and writes

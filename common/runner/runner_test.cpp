@@ -297,6 +297,9 @@ TEST_F(RunnerTest, ServeRunsEachRequestInOneProcessAtFreshAddresses) {
     ASSERT_TRUE(text) << text.error();
     RunLog log = parse_results(*text).value();
     EXPECT_TRUE(log.loaded);
+    // The start-up happened once, and every request's results say what it cost.
+    EXPECT_GE(log.facts.value("device_s", -1.0), 0.0) << log.facts.dump();
+    EXPECT_GE(log.facts.value("load_s", -1.0), 0.0) << log.facts.dump();
     ASSERT_EQ(log.calls.size(), 3u) << "round " << round;
     for (const auto& call : log.calls) EXPECT_EQ(call.rc, 0) << "round " << round << " call " << call.call << " saw a pointer again";
     EXPECT_EQ(log.calls[2].output_bytes, 4 << 20);

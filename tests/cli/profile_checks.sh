@@ -42,6 +42,9 @@ for method in ("candidate", "eager"):
     assert len(flat) == p["count"][method] and all(t > 0 for t in flat), (method, rounds)
     assert statistics.median(flat) == p["times_us"][method], (method, statistics.median(flat), p["times_us"])
 assert p["samples_us"]["compile"] == [[], []], p["samples_us"]["compile"]
+began = p["samples_began"]
+for method in ("candidate", "eager"):  # each round's part began after the last round's
+    assert len(began[method]) == 2 and 0 < began[method][0] < began[method][1], began
 PY
 run "$CA_BIN/ca-profile" "${fast[@]}" --min-ms 2 "$WORK/correct.jsonl"
 grep -q samples_us "$WORK/stdout" && fail "samples_us without --samples"

@@ -22,10 +22,18 @@ PY
 run "$CA_BIN/ca-profile" --precompile --tasks "$WORK/tasks.jsonl"
 expect_code 0; expect_stdout "precompiled 2 tasks for cpu: 0 compiled, 2 cached, 0 failed"
 
-# A profile afterwards compiles nothing: same program, device, threads and precision.
+# A profile afterwards compiles nothing: same program, device, threads and precision. The second candidate of the
+# task gets the package the first loaded.
 grep '"cpu/relu_rand__correct"' "$dir/candidates.jsonl" >"$WORK/correct.jsonl"
+sed 's/"id":"cpu\/relu_rand__correct"/"id":"again"/' "$WORK/correct.jsonl" >>"$WORK/correct.jsonl"
 run "$CA_BIN/ca-profile" --tasks "$dir/tasks.jsonl" --rounds 1 --min-ms 1 "$WORK/correct.jsonl"
-expect_code 0; expect_stdout '"compile":{"key":'; expect_stdout '"cached":true'
+expect_code 0
+python3 - "$WORK/stdout" <<'PY' || fail "the package was not kept: $(cut -c1-300 "$WORK/stdout")"
+import json, sys
+first, second = (json.loads(line)["profile"]["compile"] for line in open(sys.argv[1]))
+assert first["cached"] and not first["kept"] and first["seconds"] == 0, first
+assert second["cached"] and second["kept"] and second["key"] == first["key"], second
+PY
 
 # A task whose program does not load (line 2) and one the bridge fails (line 3,
 # not cached, through a stand-in python): each reported with file:line and id.

@@ -61,7 +61,11 @@ step cuda_runner build-gpu/bin/ca_core_tests --gtest_filter="${RUNNER_TESTS:-Cud
 cat examples/candidates/cuda/tasks.jsonl bench/tasks.jsonl >"$OUT/baseline_tasks.jsonl"
 step precompile build-gpu/bin/ca-profile --precompile --backend cuda -j "${PRECOMPILE_JOBS:-4}" --tasks "$OUT/baseline_tasks.jsonl"
 step cuda_examples env OUT="$OUT" bash tests/gpu/verify_cuda_examples.sh
+# The GPU's clocks, power and temperature every 20 ms while the bench runs, to line up with its rounds (samples_began).
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+  --format=csv,noheader,nounits -lms 20 >"$OUT/bench.clocks.csv" 2>&1 & clocks=$!
 step bench timeout "${BENCH_TIMEOUT:-300}" bash bench/run.sh cuda "$OUT/bench"
+kill "$clocks" 2>/dev/null
 step cuda_interpreter env CA_TEST_DEVICE=cuda build-gpu/bin/ca_torch_tests --gtest_filter='Programs/*:TensorsTest.*'
 [ -f .kb/reference-scale16.jsonl ] && export KB_REFERENCE=${KB_REFERENCE:-$PWD/.kb/reference-scale16.jsonl}
 step pipeline timeout "${PIPE_TIMEOUT:-240}" env CA_BIN=build-gpu/bin KB_BENCHMARKS="${KB_BENCHMARKS:-$PWD/.kb}" \
