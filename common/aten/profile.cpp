@@ -270,6 +270,8 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
           profile["runner"] = ran->runner_facts;
           profile["runner"]["harness_region"] = ran->pin_error.empty() ? "page-locked" : "pageable: " + ran->pin_error;
         }
+        // Each round's runner invocation on this side's clock; the first includes the runner's start.
+        if (backend == Backend::cuda) profile["runner"]["rounds_s"].push_back(ran->elapsed_us / 1e6);
         candidate_run = std::move(*ran);
         phases.mark("runner");
       } else if (which == 1) {

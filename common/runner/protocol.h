@@ -90,7 +90,7 @@ struct CallReport {
 /// one, "own_launches" when they were counted and "output_bytes" when outputs were written.
 Json to_json(const CallReport& result);
 /// {"event":"loaded", facts...}: dlopen and dlsym succeeded; written before the request's first call. The facts are
-/// the runner's own account of its start-up (device_s, load_s; on cuda "region": "page-locked" or "pageable: why"),
+/// the runner's own account of its start-up (device_s, load_s, region_s; on cuda "region": "page-locked" or "pageable: why"),
 /// reported for diagnosis and never used to judge.
 Json loaded_event(const Json& facts = Json::object());
 /// {"event":"load_failed","message":...}: the library could not be loaded or lacks ca_forward.

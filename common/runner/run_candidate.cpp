@@ -275,6 +275,7 @@ std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& reque
   // Mapped once and kept while requests name the same region (ca-profile's rounds); pinned for DMA on cuda.
   if (!m_region || m_region->path() != request.output_region.path || m_region->size() != request.output_region.bytes) {
     m_region.reset();
+    auto started = std::chrono::steady_clock::now();
     auto region = OutputRegion::open(request.output_region.path, request.output_region.bytes);
     if (!region) return Error({RunFailure::io_error, region.error()});
     m_region = std::move(*region);
@@ -282,6 +283,7 @@ std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& reque
       auto pinned = m_region->pin();
       m_facts["region"] = pinned ? "page-locked" : "pageable: " + pinned.error();
     }
+    m_facts["region_s"] = seconds_since(started);
   }
   std::error_code ec;
   std::filesystem::create_directories(request.output_dir, ec);
