@@ -135,7 +135,7 @@ for cid, (ok, copies, seconds) in batch.items():
     print(f"| {cid} | {ok} of {copies} | {seconds:.2f} | {seconds / copies:.2f} |")
 
 # Where a profile's time goes (its wall_s), median over the five profiles, with the timed calls per method.
-phases = ["build", "compiled_load", "lease_wait", "runner", "eager", "compile", "check"]
+phases = ["build", "compiled_load", "lease_wait", "runner", "runner_exit", "eager", "compile", "check"]
 print("\n| candidate | calls per method | " + " | ".join(f"{p} s" for p in phases) + " |")
 print("|---|---|" + "---|" * len(phases))
 for cid, ps in profiles.items():

@@ -329,7 +329,7 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   }
 
   session->finish();
-  phases.mark("runner");
+  phases.mark("runner_exit");  // its own phase: a CUDA process's teardown is not small
 
   Stats candidate_stats = stats_of(times[0]), eager_stats = stats_of(times[1]), compile_stats = stats_of(times[2]);
   bool has_compile = compiled != nullptr && compile_stats.count > 0;

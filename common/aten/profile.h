@@ -40,7 +40,7 @@ CompiledOptions baseline_options(const ProfileOptions& options);
 
 /// Returns the `profile` object for `candidate` ({files, backend}) against `task`:
 /// {ok, stage?, message, device, backend, method, precision, rounds, times_us:{candidate, eager, compile},
-///  spread, count, speedup:{vs_eager, vs_compile}, floor_us, checked_calls, wall_s:{build, runner, eager, compile, check, ...},
+///  spread, count, speedup:{vs_eager, vs_compile}, floor_us, checked_calls, wall_s:{build, runner, runner_exit, eager, compile, check, ...},
 ///  compile:{key, cached, seconds, kept (loaded for an earlier candidate of this process)} | compile_error,
 ///  runner (cuda: the runner's account of its start-up, device_s, load_s, region_s, region; harness_region; rounds_s,
 ///  each round's invocation on this side's clock),
