@@ -66,6 +66,8 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu
   --format=csv,noheader,nounits -lms 20 >"$OUT/bench.clocks.csv" 2>&1 & clocks=$!
 step bench timeout "${BENCH_TIMEOUT:-300}" bash bench/run.sh cuda "$OUT/bench"
 kill "$clocks" 2>/dev/null
+# Whether the gemm's per-process modes exist in plain PyTorch too, and which flush removes them (bench/RESULTS.md).
+step spread_probe timeout "${PROBE_TIMEOUT:-240}" python3 bench/spread_probe.py
 step cuda_interpreter env CA_TEST_DEVICE=cuda build-gpu/bin/ca_torch_tests --gtest_filter='Programs/*:TensorsTest.*'
 [ -f .kb/reference-scale16.jsonl ] && export KB_REFERENCE=${KB_REFERENCE:-$PWD/.kb/reference-scale16.jsonl}
 step pipeline timeout "${PIPE_TIMEOUT:-240}" env CA_BIN=build-gpu/bin KB_BENCHMARKS="${KB_BENCHMARKS:-$PWD/.kb}" \

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""Whether a GPU kernel's median moves between processes with no harness around it (bench/RESULTS.md, session 7).
+
+The bench's gemm median moved 3-5% between profiles while the clocks held, one state per process. This times the
+same gemm (bench/l2_gemm_leaky_relu's 1024 x 4096 x 4096 linear) in plain PyTorch, in PROCS fresh processes per
+variant, interleaved so that drift over time falls on every variant alike:
+
+  write  the L2 flushed by writing twice its size before each call (what ca-profile does)
+  read   flushed by reading it instead, so no dirty line is written back inside the timed call
+  none   no flush
+  fresh  as write, with inputs in freshly allocated buffers every call (as the runner gives the candidate)
+  moved  as write, with the flush buffer itself freshly allocated every call (ca-profile allocates it once)
+
+Each process prints its median; the table gives each variant's medians and their spread, (max - min) / median.
+Usage: bench/spread_probe.py [--procs 6] [--calls 60] [--variants write,read,none,fresh,moved]
+"""
+import argparse
+import statistics
+import subprocess
+import sys
+
+
+def child(variant: str, calls: int) -> None:
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    device = torch.device("cuda")
+    x = torch.rand(1024, 4096, device=device)
+    w = torch.rand(4096, 4096, device=device)
+    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, device=device)
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    kept = []  # fresh, moved: earlier calls' buffers stay allocated, so every call's are new
+    times = []
+    for i in range(calls + 5):
+        if variant == "fresh":
+            x, w = torch.rand(1024, 4096, device=device), torch.rand(4096, 4096, device=device)
+            kept.append((x, w))
+        if variant == "moved":
+            kept.append(flush)
+            flush = torch.empty_like(flush)
+        if variant in ("write", "fresh", "moved"):
+            flush.zero_()
+        elif variant == "read":
+            flush.sum()
+        torch.cuda.synchronize()
+        start.record()
+        torch.nn.functional.linear(x, w)
+        stop.record()
+        stop.synchronize()
+        if i >= 5:
+            times.append(start.elapsed_time(stop) * 1000.0)
+    print(f"{statistics.median(times):.2f}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--procs", type=int, default=6)
+    parser.add_argument("--calls", type=int, default=60)
+    parser.add_argument("--variants", default="write,read,none,fresh,moved")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.calls)
+        return 0
+    variants = args.variants.split(",")
+    medians = {v: [] for v in variants}
+    for _ in range(args.procs):
+        for variant in variants:
+            out = subprocess.run([sys.executable, __file__, "--child", variant, "--calls", str(args.calls)],
+                                 capture_output=True, text=True)
+            if out.returncode != 0:
+                print(f"spread_probe: error: {variant}: {out.stderr.strip()[-300:]}", file=sys.stderr)
+                return 1
+            medians[variant].append(float(out.stdout.split()[-1]))
+    print("| variant | median us per process | spread |")
+    print("|---|---|---|")
+    for variant, values in medians.items():
+        spread = (max(values) - min(values)) / statistics.median(values)
+        print(f"| {variant} | {' '.join(f'{v:.1f}' for v in values)} | {100 * spread:.2f}% |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
