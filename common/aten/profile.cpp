@@ -351,9 +351,9 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
         per_round.push_back(std::vector<double>(times[method].begin() + long(rounds[k][method]), times[method].begin() + long(end)));
       }
       samples[names[method]] = std::move(per_round);
-      Json times = Json::array();
-      for (const auto& round : began) times.push_back(round[method]);
-      began_at[names[method]] = std::move(times);
+      Json starts = Json::array();
+      for (const auto& round : began) starts.push_back(round[method]);
+      began_at[names[method]] = std::move(starts);
     }
     profile["samples_us"] = std::move(samples);
     // To line the rounds up with what else the device did then (its clocks, another job).
