@@ -11,14 +11,15 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <utility>
 
 #include "aten/tensors.h"
 #include "ir/tensor_init.h"
 #include "runner/output_region.h"
+#include "runner/run_dir.h"
 #include "util/atomic_file.h"
-#include "util/remove_tree.h"
 
 namespace ca {
 namespace {
@@ -165,23 +166,11 @@ Program with_signed_inputs(const Program& program) {
 
 namespace {
 
-// A run directory: the runner reads `dir` (its requests) and may write only `io`, which the sandbox hands to its
-// unprivileged user. Removed with everything in it when this goes.
-struct RunDir {
-  std::string dir, io;
-  RunDir() = default;
-  RunDir(RunDir&& other) noexcept : dir(std::exchange(other.dir, "")), io(std::move(other.io)) {}
-  RunDir& operator=(RunDir&&) = delete;
-  ~RunDir() {
-    if (!dir.empty()) remove_tree(dir);
-  }
-};
-
 // What every runner invocation shares: the run directory, the output region and its layout, the program with
 // absolute file paths, and the sandbox (argv still to be set) that may read the runner, the library and the param
 // files.
 struct RunnerSetup {
-  RunDir run_dir;
+  std::optional<RunDir> run_dir;  // the runner reads its requests here and may write only run_dir->io()
   Backend backend = Backend::cpu;
   std::vector<uint64_t> output_sizes;    // of each output, in order
   std::shared_ptr<OutputRegion> region;  // null until make_room; also held by every output view handed out
@@ -201,20 +190,15 @@ std::expected<RunnerSetup, std::string> set_up(const Program& program, const std
   setup.output_sizes = output_sizes(shapes);
   const uint64_t largest_bytes = layout_outputs(setup.output_sizes, largest).bytes;
   // RAM-backed where there is room, so neither side's pages are ever written back to a disk.
-  const std::string parent = run_files_dir(largest_bytes);
-  std::string dir = parent + "/ca-run-XXXXXX";
-  if (mkdtemp(dir.data()) == nullptr) return Error("cannot create a run directory under " + parent);
-  setup.run_dir.dir = dir;
-  if (chmod(dir.c_str(), 0755) != 0) return Error("cannot create a run directory under " + parent);
-  setup.run_dir.io = dir + "/io";
-  std::error_code ec;
-  if (!std::filesystem::create_directory(setup.run_dir.io, ec)) return Error("cannot create " + setup.run_dir.io);
+  auto run_dir = RunDir::create(run_files_dir(largest_bytes));
+  if (!run_dir) return Error(run_dir.error());
+  setup.run_dir.emplace(std::move(*run_dir));
   auto absolute = with_absolute_files(program);
   if (!absolute) return Error(absolute.error());
   setup.program = std::move(*absolute);
   setup.runner = options.runner.empty() ? default_runner() : options.runner;
-  setup.spec.workdir = dir;
-  setup.spec.writable = {setup.run_dir.io};
+  setup.spec.workdir = setup.run_dir->path();
+  setup.spec.writable = {setup.run_dir->io()};
   setup.spec.readable = {setup.runner, library};
   for (const auto& file : param_files(setup.program)) setup.spec.readable.push_back(file);
   setup.spec.gpu = options.backend == Backend::cuda;
@@ -230,7 +214,7 @@ std::expected<RunnerSetup, std::string> set_up(const Program& program, const std
 std::expected<void, std::string> make_room(RunnerSetup& setup, size_t calls) {
   if (setup.region && setup.layout.offsets.size() >= calls) return {};
   OutputLayout layout = layout_outputs(setup.output_sizes, calls);
-  auto region = OutputRegion::create(setup.run_dir.io, layout.bytes);
+  auto region = OutputRegion::create(setup.run_dir->io(), layout.bytes);
   if (!region) return Error(region.error());
   // The sandbox gives its user the writable tree when it starts; a region made later must be given too.
   if (::geteuid() == 0 && ::chown(region->path().c_str(), k_sandbox_uid, k_sandbox_uid) != 0) {
@@ -299,8 +283,8 @@ std::expected<RunnerOutcome, std::string> run_in_runner(const Program& program, 
   auto setup = set_up(program, shapes, library, options, calls.size());
   if (!setup) return Error(setup.error());
   if (auto room = make_room(*setup, calls.size()); !room) return Error(room.error());
-  std::string request_path = setup->run_dir.dir + "/request.json";
-  if (auto written = write_request(request_path, *setup, shapes, library, calls, setup->run_dir.io, options); !written) {
+  std::string request_path = setup->run_dir->path() + "/request.json";
+  if (auto written = write_request(request_path, *setup, shapes, library, calls, setup->run_dir->io(), options); !written) {
     return Error(written.error());
   }
   setup->spec.argv = {setup->runner, request_path};
@@ -312,7 +296,7 @@ std::expected<RunnerOutcome, std::string> run_in_runner(const Program& program, 
   RunnerOutcome outcome;
   outcome.sandbox = std::move(*ran);
   outcome.elapsed_us = microseconds(elapsed);
-  if (auto collected = collect(outcome, setup->run_dir.io, *setup, shapes, calls.size()); !collected) return Error(collected.error());
+  if (auto collected = collect(outcome, setup->run_dir->io(), *setup, shapes, calls.size()); !collected) return Error(collected.error());
   return outcome;
 }
 
@@ -367,8 +351,8 @@ std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<R
   const int round = s.rounds++;
   // Each round has its own results directory, which the runner makes, so no report of an earlier round is read again;
   // the outputs of every round go to the same region.
-  const std::string io_dir = s.setup.run_dir.io + "/round-" + std::to_string(round);
-  const std::string request_path = s.setup.run_dir.dir + "/request-" + std::to_string(round) + ".json";
+  const std::string io_dir = s.setup.run_dir->io() + "/round-" + std::to_string(round);
+  const std::string request_path = s.setup.run_dir->path() + "/request-" + std::to_string(round) + ".json";
   RunnerOutcome outcome;
   if (s.ended) {  // a runner that died in an earlier round runs nothing more: every call is unreported
     outcome.sandbox = *s.ended;

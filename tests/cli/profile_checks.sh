@@ -65,6 +65,25 @@ expect_code 0
 [ $(($(date +%s) - start)) -ge 4 ] || fail "ca-profile did not wait for the lease"
 wait
 
+# A harness killed with SIGKILL cleans nothing up: its run directory (and the output region in it, RAM where it is
+# in /dev/shm) stays until the next harness making one there finds that no process holds its owner.lock.
+shm_dirs() { find /dev/shm -maxdepth 1 -name 'ca-run-*' -type d 2>/dev/null | sort; }
+if [ -w /dev/shm ]; then
+  shm_dirs >"$WORK/before"
+  "$CA_BIN/ca-profile" "${fast[@]}" --rounds 50 --min-ms 100000 "$WORK/correct.jsonl" >/dev/null 2>&1 &
+  harness=$!
+  for _ in $(seq 100); do
+    left=$(shm_dirs | comm -13 "$WORK/before" -)
+    [ -n "$left" ] && break
+    sleep 0.2
+  done
+  kill -9 "$harness"; wait "$harness" 2>/dev/null
+  [ -n "$left" ] && [ -f "$left/owner.lock" ] || fail "no run directory of the killed harness in /dev/shm: '$left'"
+  run "$CA_BIN/ca-profile" "${fast[@]}" "$WORK/correct.jsonl"
+  expect_code 0
+  [ -e "$left" ] && fail "the killed harness's run directory is still there: $left"
+fi
+
 # A record that failed verification is not timed; a record without its task is reported and skipped.
 run "$CA_BIN/ca-profile" "${fast[@]}" <<<'{"kind":"candidate","task_id":"example/relu_rand","backend":"cpu","files":{"kernels/a.cpp":""},"verify":{"ok":false}}'
 expect_code 0; expect_stdout '"profile":{"ok":false,"skipped":"verification failed"}'
