@@ -72,7 +72,7 @@ if [ -w /dev/shm ]; then
   shm_dirs >"$WORK/before"
   "$CA_BIN/ca-profile" "${fast[@]}" --rounds 50 --min-ms 100000 "$WORK/correct.jsonl" >/dev/null 2>&1 &
   harness=$!
-  for _ in $(seq 100); do
+  for _ in $(seq 300); do  # a minute at most
     left=$(shm_dirs | comm -13 "$WORK/before" -)
     [ -n "$left" ] && break
     sleep 0.2
