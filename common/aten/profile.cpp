@@ -189,10 +189,11 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   if (!built->ok) return failed(profile, built->stage, built->message);
 
   // Compiling takes minutes cold; it happens before the lease, so other jobs time meanwhile.
-  static LoadedBaselines loaded_baselines;
+  // Never destroyed: at exit the CUDA runtime may be gone before a static's destructor would free device memory.
+  static auto* const loaded_baselines = new LoadedBaselines;
   std::shared_ptr<CompiledProgram> compiled;
   if (options.compile) {
-    auto loaded = loaded_baselines.get(*program, device, baseline_options(options));
+    auto loaded = loaded_baselines->get(*program, device, baseline_options(options));
     if (loaded) {
       compiled = loaded->program;
       const bool cached = loaded->kept || compiled->cached();
