@@ -1,5 +1,5 @@
 // Where the runner puts a call's buffers and how it waits for the candidate's work: host memory (cpu) or a CUDA
-// device (cuda), behind one interface so that run_candidate's loop is the same for both.
+// device (cuda), behind one interface so that CandidateRunner's loop is the same for both.
 #pragma once
 
 #include <cstddef>

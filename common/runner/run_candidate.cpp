@@ -339,15 +339,9 @@ std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& reque
   return summary;
 }
 
-std::expected<RunSummary, RunError> run_candidate(const RunRequest& request) {
-  CandidateRunner runner;
-  return runner.run(request);
-}
-
-std::expected<void, RunError> serve_requests(int in_fd, int out_fd) {
+std::expected<void, RunError> serve_requests(int in_fd, int out_fd, CandidateRunner& runner) {
   std::unique_ptr<FILE, FileCloser> in(::fdopen(in_fd, "re"));
   if (!in) return Error({RunFailure::io_error, std::string("stdin: ") + std::strerror(errno)});
-  CandidateRunner runner;
   struct LineBuffer {
     char* data = nullptr;
     size_t capacity = 0;

@@ -50,8 +50,14 @@ std::expected<RunRequest, RunError> read_request(const std::string& path);
 class Device;
 using ForwardFn = int (*)(ca_context*, const ca_tensor*, int, ca_tensor*, int);  // ca_forward's type
 
-/// One candidate on one device, for a runner process that serves several requests (ca-runner --serve): the first
-/// request sets up the device and loads the library, and every request runs its calls as run_candidate does. The
+/// One candidate on one device, for a runner process (ca-runner, one request or, with --serve, several): the first
+/// request sets up the device (cuda: before the library loads) and loads the library (dlopen RTLD_NOW |
+/// RTLD_LOCAL), and every request runs its calls in order. For each call it draws the inputs from (seed, stream =
+/// tensor index) into fresh buffers (Device::fresh_input: make_tensor_bytes's bytes; on the GPU for cuda), poisons
+/// fresh output buffers, times ca_forward (cuda: up to a device-wide sync) on the host clock, checks that the inputs
+/// are unchanged (Device::input_changed), copies the outputs into their slices of the output region (mapped shared,
+/// page-locked on cuda) and appends a flushed line to output_dir/results.jsonl with output_bytes. A call with a CUDA
+/// error gets its line (with cuda_error) but writes no outputs; a crash inside the candidate ends the process. The
 /// device's memory of handed-out addresses lives as long as this, so no buffer of any request is ever at an address
 /// an earlier call of any request was given.
 class CandidateRunner {
@@ -61,8 +67,8 @@ class CandidateRunner {
   CandidateRunner(const CandidateRunner&) = delete;
   CandidateRunner& operator=(const CandidateRunner&) = delete;
 
-  /// Runs `request` as run_candidate does (results.jsonl in its output_dir starts with the loaded or load_failed
-  /// event). A request after the first must name the same library, backend, device_index and num_threads (else
+  /// Runs `request`'s calls (results.jsonl in its output_dir starts with the loaded or load_failed event) and says
+  /// how many ran and failed, or why the run stopped early. A request after the first must name the same library, backend, device_index and num_threads (else
   /// bad_request): the library is loaded once and stays. A failure other than a failed call leaves the runner unfit
   /// for more requests (the process should exit with exit_code_of).
   std::expected<RunSummary, RunError> run(const RunRequest& request);
@@ -75,20 +81,10 @@ class CandidateRunner {
   Json m_facts = Json::object();  // what every loaded event says of the start-up (protocol.h)
 };
 
-/// ca-runner --serve: reads one request path per line from `in_fd`, runs each with one CandidateRunner and writes
-/// "done\n" to `out_fd` after each. Returns at end of input, or with the first failure that ends the runner
-/// (the request's path is in the message).
-std::expected<void, RunError> serve_requests(int in_fd, int out_fd);
-
-/// Sets up the backend's device (cuda: before the library loads), loads request.library (dlopen RTLD_NOW |
-/// RTLD_LOCAL) and runs every call in order. For each call it draws the inputs from (seed, stream = tensor index)
-/// into fresh buffers (Device::fresh_input: make_tensor_bytes's bytes; on the GPU for cuda), poisons fresh output
-/// buffers, times ca_forward (cuda: up to a device-wide sync) on the host clock, checks that the inputs are
-/// unchanged (Device::input_changed), copies the outputs into their slices of the output region (mapped shared,
-/// page-locked on cuda) and appends a flushed line to output_dir/results.jsonl with output_bytes. A call with a CUDA
-/// error gets its line (with cuda_error) but writes no outputs. Returns how many calls ran and failed, or why the run
-/// stopped early; a crash inside the candidate ends the process instead.
-std::expected<RunSummary, RunError> run_candidate(const RunRequest& request);
+/// ca-runner --serve: reads one request path per line from `in_fd`, runs each with `runner` and writes "done\n" to
+/// `out_fd` after each. Returns at end of input, or with the first failure that ends the runner (the request's path
+/// is in the message). The runner is the caller's, so that a process about to exit need not destroy it.
+std::expected<void, RunError> serve_requests(int in_fd, int out_fd, CandidateRunner& runner);
 
 /// The exit code ca-runner uses for each failure (documented in ca-runner(1)).
 ExitCode exit_code_of(RunFailure failure);
