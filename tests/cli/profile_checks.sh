@@ -67,14 +67,14 @@ wait
 
 # A harness killed with SIGKILL cleans nothing up: its run directory (and the output region in it, RAM where it is
 # in /dev/shm) stays until the next harness making one there finds that no process holds its owner.lock.
-shm_dirs() { find /dev/shm -maxdepth 1 -name 'ca-run-*' -type d 2>/dev/null | sort; }
 if [ -w /dev/shm ]; then
-  shm_dirs >"$WORK/before"
   "$CA_BIN/ca-profile" "${fast[@]}" --rounds 50 --min-ms 100000 "$WORK/correct.jsonl" >/dev/null 2>&1 &
   harness=$!
+  # Its own run directory, by the lock it holds open (other tests may be making theirs meanwhile).
+  left=
   for _ in $(seq 300); do  # a minute at most
-    left=$(shm_dirs | comm -13 "$WORK/before" -)
-    [ -n "$left" ] && break
+    lock=$(find "/proc/$harness/fd" -lname '/dev/shm/ca-run-*/owner.lock' -printf '%l\n' 2>/dev/null | head -1)
+    [ -n "$lock" ] && left=${lock%/owner.lock} && break
     sleep 0.2
   done
   kill -9 "$harness"; wait "$harness" 2>/dev/null
