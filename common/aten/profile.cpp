@@ -267,12 +267,15 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
         auto ran = session->run(runner_calls);
         if (!ran) return Error(ran.error());
         if (!ran->load_error.empty()) return failed(profile, "load", ran->load_error);
-        if (round == 0 && backend == Backend::cuda) {
+        // The last round's account of the region (it grows after the first), and every round's invocation on this
+        // side's clock (the first includes the runner's start).
+        if (backend == Backend::cuda) {
+          Json rounds_s = profile.contains("runner") ? profile["runner"]["rounds_s"] : Json::array();
+          rounds_s.push_back(ran->elapsed_us / 1e6);
           profile["runner"] = ran->runner_facts;
           profile["runner"]["harness_region"] = ran->pin_error.empty() ? "page-locked" : "pageable: " + ran->pin_error;
+          profile["runner"]["rounds_s"] = std::move(rounds_s);
         }
-        // Each round's runner invocation on this side's clock; the first includes the runner's start.
-        if (backend == Backend::cuda) profile["runner"]["rounds_s"].push_back(ran->elapsed_us / 1e6);
         candidate_run = std::move(*ran);
         phases.mark("runner");
       } else if (which == 1) {

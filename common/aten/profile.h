@@ -42,7 +42,8 @@ CompiledOptions baseline_options(const ProfileOptions& options);
 /// {ok, stage?, message, device, backend, method, precision, rounds, times_us:{candidate, eager, compile},
 ///  spread, count, speedup:{vs_eager, vs_compile}, floor_us, checked_calls, wall_s:{build, runner, runner_exit, eager, compile, check, ...},
 ///  compile:{key, cached, seconds, kept (loaded for an earlier candidate of this process)} | compile_error,
-///  runner (cuda: the runner's account of its start-up, device_s, load_s, region_s, region; harness_region; rounds_s,
+///  runner (cuda: the runner's account of its start-up, device_s, load_s, and of the last round's region, region_s,
+///  region; harness_region; rounds_s,
 ///  each round's invocation on this side's clock),
 ///  samples_us:{candidate, eager, compile: [[us per timed call] per round]} and samples_began:{candidate, eager,
 ///  compile: [Unix seconds each round's part began]} with options.samples}. The compiled baseline's outputs are
