@@ -10,6 +10,8 @@ variant, interleaved so that drift over time falls on every variant alike:
   none   no flush
   fresh  as write, with inputs in freshly allocated buffers every call (as the runner gives the candidate)
   moved  as write, with the flush buffer itself freshly allocated every call (ca-profile allocates it once)
+  sets   as write, with the calls taken in turn by 4 sets of inputs allocated up front: each set's median is printed
+         before the process's, so a mode that follows where the buffers lie shows within one process
 
 Each process prints its median; the table gives each variant's medians and their spread, (max - min) / median.
 Usage: bench/spread_probe.py [--procs 6] [--calls 60] [--variants write,read,none,fresh,moved]
@@ -25,20 +27,21 @@ def child(variant: str, calls: int) -> None:
 
     torch.backends.cuda.matmul.allow_tf32 = False
     device = torch.device("cuda")
-    x = torch.rand(1024, 4096, device=device)
-    w = torch.rand(4096, 4096, device=device)
+    sets = [(torch.rand(1024, 4096, device=device), torch.rand(4096, 4096, device=device))
+            for _ in range(4 if variant == "sets" else 1)]
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, device=device)
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     kept = []  # fresh, moved: earlier calls' buffers stay allocated, so every call's are new
     times = []
     for i in range(calls + 5):
+        x, w = sets[i % len(sets)]
         if variant == "fresh":
             x, w = torch.rand(1024, 4096, device=device), torch.rand(4096, 4096, device=device)
             kept.append((x, w))
         if variant == "moved":
             kept.append(flush)
             flush = torch.empty_like(flush)
-        if variant in ("write", "fresh", "moved"):
+        if variant in ("write", "fresh", "moved", "sets"):
             flush.zero_()
         elif variant == "read":
             flush.sum()
@@ -49,6 +52,9 @@ def child(variant: str, calls: int) -> None:
         stop.synchronize()
         if i >= 5:
             times.append(start.elapsed_time(stop) * 1000.0)
+    if len(sets) > 1:
+        by_set = [statistics.median(times[k::len(sets)]) for k in range(len(sets))]
+        print("sets " + " ".join(f"{t:.1f}" for t in by_set), file=sys.stderr)
     print(f"{statistics.median(times):.2f}")
 
 
@@ -72,6 +78,8 @@ def main() -> int:
                 print(f"spread_probe: error: {variant}: {out.stderr.strip()[-300:]}", file=sys.stderr)
                 return 1
             medians[variant].append(float(out.stdout.split()[-1]))
+            if out.stderr.startswith("sets "):
+                print(f"{variant}: per set {out.stderr.split(maxsplit=1)[1].strip()}, process {medians[variant][-1]:.1f}")
     print("| variant | median us per process | spread |")
     print("|---|---|---|")
     for variant, values in medians.items():
