@@ -60,7 +60,7 @@ warm_start=$(date +%s)
 "$bin/ca-profile" --tasks "$tasks" "${arch[@]}" "${extra[@]}" --rounds 1 "$out/candidates.jsonl" >"$out/warmup.jsonl" 2>>"$out/stderr.log"
 warm_seconds=$(($(date +%s) - warm_start))
 
-: >"$out/costs.txt"; : >"$out/repeat.jsonl"; : >"$out/batch.txt"
+: >"$out/costs.txt"; : >"$out/repeat.jsonl"; : >"$out/batch.txt"; : >"$out/batch.jsonl"
 while read -r line; do
   id=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$line")
   for run in 1 2 3; do
@@ -87,6 +87,7 @@ PY
   "$bin/ca-verify" -j "${BATCH_JOBS:-4}" --tasks "$tasks" "${arch[@]}" "$scratch/batch.jsonl" 2>>"$out/stderr.log" |
     "$bin/ca-profile" --tasks "$tasks" "${arch[@]}" "${extra[@]}" >"$scratch/batch_out.jsonl" 2>>"$out/stderr.log"
   end=$(date +%s.%N)
+  cat "$scratch/batch_out.jsonl" >>"$out/batch.jsonl"
   echo "$id $(python3 -c 'import json,sys; print(sum(json.loads(l).get("profile", {}).get("ok", False) for l in open(sys.argv[1])))' "$scratch/batch_out.jsonl") ${BATCH:-8} $(python3 -c "print(round($end - $start, 3))")" >>"$out/batch.txt"
 done <"$out/candidates.jsonl"
 

@@ -71,6 +71,16 @@ class LoadedBaselines {
 // A worker's state across requests: the last task's program, the kept packages, one clock per backend.
 class Worker {
  public:
+  /// cuda: the context, the clock's buffers and cuBLAS before the first request, which then finds them ready.
+  void warm_up() {
+    if (!at::hasCUDA()) return;
+    if (clock(Backend::cuda)) {
+      auto a = at::ones({64, 64}, at::Device(at::kCUDA, 0));
+      (void)at::mm(a, a);
+    }
+  }
+
+
   Json answer(const Json& request) {
     std::expected<Json, std::string> done;
     try {
@@ -242,6 +252,7 @@ std::expected<void, std::string> serve_baselines(int in_fd, int out_fd) {
   std::unique_ptr<FILE, int (*)(FILE*)> in(::fdopen(in_fd, "r"), &std::fclose);
   if (!in) return Error(std::string("stdin: ") + std::strerror(errno));
   Worker worker;
+  worker.warm_up();
   struct LineBuffer {
     char* data = nullptr;
     size_t capacity = 0;

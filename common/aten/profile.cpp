@@ -8,6 +8,7 @@
 #include <optional>
 #include <thread>
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 
 #include "aten/baseline_worker.h"
@@ -130,6 +131,13 @@ class BaselineWorkers {
   std::vector<std::unique_ptr<BaselineWorker>> m_workers;  // stable addresses while the vector grows
 };
 
+BaselineWorkers* baseline_workers() {
+  static auto* const workers = new BaselineWorkers;
+  return workers;
+}
+
+int contexts_for(Backend backend, int requested) { return requested > 0 ? requested : backend == Backend::cuda ? 3 : 1; }
+
 // How long a worker may take: a load may compile (minutes, cold); a round of our own baselines should never hang.
 constexpr auto k_load_timeout = std::chrono::hours(2);
 constexpr auto k_round_timeout = std::chrono::minutes(10);
@@ -149,6 +157,12 @@ CompiledOptions baseline_options(const ProfileOptions& options) {
   return compiled;
 }
 
+void start_baseline_workers(int contexts) {
+  // A worker that cannot start fails the first profile that needs it, with the reason.
+  const int count = contexts_for(at::hasCUDA() ? Backend::cuda : Backend::cpu, contexts);
+  for (int c = 0; c < count; ++c) (void)baseline_workers()->get(size_t(c));
+}
+
 std::expected<Json, std::string> profile_candidate(const Json& task, const Json& candidate, const ProfileOptions& options) {
   auto task_program = load_task_program(task);
   if (!task_program) return Error(task_program.error());
@@ -159,7 +173,7 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   const at::Device device = backend == Backend::cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
   // Each of the three is timed in this many processes, the rounds dealt among them in turn (more than rounds would
   // leave some without one).
-  const int contexts = std::min(options.rounds, options.contexts > 0 ? options.contexts : backend == Backend::cuda ? 3 : 1);
+  const int contexts = std::min(options.rounds, contexts_for(backend, options.contexts));
 
   Json profile = {{"ok", true}, {"message", ""}, {"device", device_description(backend, 0)}, {"backend", backend_name(backend)},
                   {"method", k_method}, {"precision", options.compiled.allow_tf32 ? "tf32" : "fp32"}, {"contexts", contexts}};
@@ -171,7 +185,7 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   if (!built) return Error(built.error());
   if (!built->ok) return failed(profile, built->stage, built->message);
 
-  static auto* const workers = new BaselineWorkers;
+  BaselineWorkers* const workers = baseline_workers();
   std::vector<BaselineWorker*> baseline(size_t(contexts), nullptr);
   for (size_t c = 0; c < baseline.size(); ++c) {
     auto worker = workers->get(c);
@@ -237,6 +251,18 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   auto lease = DeviceLease::acquire(backend == Backend::cuda ? "cuda0" : "cpu", options.lock_dir, LeaseMode::exclusive);
   if (!lease) return Error(lease.error());
   phases.mark("lease_wait");
+  int calls = 2;  // timed calls per method in the first round; later rounds are sized from its times
+  // The runners start at once (each a sandbox, a CUDA context and the library), and all are ready before any round
+  // is timed, so that none starts beside another's timed calls.
+  for (auto& session : sessions) {
+    if (auto started = session.start(size_t(calls) + 1); !started) return Error(started.error());
+  }
+  for (auto& session : sessions) {
+    auto ready = session.run({});
+    if (!ready) return Error(ready.error());
+    if (!ready->load_error.empty()) return failed(profile, "load", ready->load_error);
+  }
+  phases.mark("runner_start");
 
   SeedSource source(options.seed);
   const char* const names[3] = {"candidate", "eager", "compile"};
@@ -244,7 +270,6 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   std::vector<std::vector<double>> by_context[3];
   for (auto& method : by_context) method.resize(size_t(contexts));
   size_t checked = 0;
-  int calls = 2;  // timed calls per method in the first round; later rounds are sized from its times
   // Each round's slice of the three, as its boundaries in times[]: rounds[k][method] is where round k began.
   std::vector<std::array<size_t, 3>> rounds;
   std::vector<std::array<double, 3>> began;  // when each method's part of each round began, in Unix seconds (--samples)
@@ -268,7 +293,7 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
         if (!ran) return Error(ran.error());
         if (!ran->load_error.empty()) return failed(profile, "load", ran->load_error);
         // The last round's account of the region (it grows after the first), and every round's invocation on this
-        // side's clock (a runner's first includes its start).
+        // side's clock.
         if (backend == Backend::cuda) {
           Json rounds_s = profile.contains("runner") ? profile["runner"]["rounds_s"] : Json::array();
           rounds_s.push_back(ran->elapsed_us / 1e6);
@@ -331,6 +356,7 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
     }
   }
 
+  for (auto& session : sessions) session.close_input();
   for (auto& session : sessions) session.finish();
   phases.mark("runner_exit");  // its own phase: a CUDA process's teardown is not small
 

@@ -58,6 +58,11 @@ CompiledOptions baseline_options(const ProfileOptions& options);
 /// candidate's time is below the speed-of-light floor (stage floor). Returns an error only when the harness fails.
 std::expected<Json, std::string> profile_candidate(const Json& task, const Json& candidate, const ProfileOptions& options);
 
+/// Starts the ca-baseline workers that profiles with `contexts` (ProfileOptions::contexts) use on this machine's
+/// backend (cuda where a GPU is visible), so that their start-up (LibTorch, a CUDA context) overlaps what comes
+/// before the first profile; profile_candidate starts any still missing.
+void start_baseline_workers(int contexts);
+
 /// The agent's line: "Torch Baseline: 812.3 us, Torch Compile: 640.1 us, CUDA Extension: 512.9 us", or
 /// "[FAIL] profile: ..." for a failed profile.
 std::string agent_profile_line(const Json& profile);

@@ -61,6 +61,8 @@ int main(int argc, char** argv) {
     return to_int(summary.code);
   }
 
+  // The baseline workers start now, while the first record is still on its way (ca-verify upstream).
+  start_baseline_workers(options.contexts);
   Judge profile = [&](const Json& task, const Json& candidate, Backend backend) -> std::expected<Json, std::string> {
     // A wrong candidate has nothing worth timing; its reward is -1 either way.
     if (auto verify = candidate.find("verify"); verify != candidate.end() && !verify->value("ok", false)) {
