@@ -1,9 +1,7 @@
-// ca-profile's timing of one candidate (DESIGN §7): the candidate in sandboxed runners, eager (the interpreter) and
-// compiled (the AOTInductor package) in ca-baseline workers (baseline_worker.h), all with the one method of
-// timing/clock.h, interleaved round by round on the same fresh inputs, under an exclusive lease of the device. Each
-// method runs in `contexts` processes, because a CUDA context keeps one speed for its life and contexts differ; its
-// time is the median of its fastest process. Every timed call of the candidate is checked against eager's output
-// for the same inputs, computed here (EXPLOITS B12).
+// ca-profile's timing of one candidate (DESIGN §7): the candidate in the sandboxed runner, eager (the interpreter)
+// and compiled (the AOTInductor package) in this process, all with the one method of timing/clock.h, interleaved
+// round by round on the same fresh inputs, under an exclusive lease of the device. Every timed call of the
+// candidate is checked against eager's output for the same inputs (EXPLOITS B12).
 #pragma once
 
 #include <cstdint>
@@ -26,8 +24,6 @@ struct ProfileOptions {
   int num_threads = 1;                 // cpu: the candidate's ctx->num_threads and ATen's intra-op threads
   std::optional<uint64_t> seed;        // reproduce a run; by default seeds are secret
   int rounds = 5;                      // interleaved rounds, one runner invocation each
-  int contexts = 0;                    // processes each method is timed in, the rounds dealt among them in
-                                       // turn (runners; ca-baseline workers); 0: 3 on cuda, 1 on cpu
   double min_ms = 100;                 // measured time per method, at least (more calls per round until reached)
   int max_calls = 200;                 // timed calls per method and round, at most
   bool compile = true;                 // time the compiled baseline
@@ -43,25 +39,18 @@ struct ProfileOptions {
 CompiledOptions baseline_options(const ProfileOptions& options);
 
 /// Returns the `profile` object for `candidate` ({files, backend}) against `task`:
-/// {ok, stage?, message, device, backend, method, precision, rounds, contexts, times_us:{candidate, eager, compile}
-///  (each the fastest context's median), context_us:{candidate, eager, compile: [median per context]}, spread (the
-///  interquartile range of every timed call over the median), count, speedup:{vs_eager, vs_compile} (of times_us),
-///  floor_us, checked_calls, wall_s:{build, compiled_load, runner, runner_exit, eager, compile, reference, check, ...},
+/// {ok, stage?, message, device, backend, method, precision, rounds, times_us:{candidate, eager, compile},
+///  spread, count, speedup:{vs_eager, vs_compile}, floor_us, checked_calls, wall_s:{build, runner, runner_exit, eager, compile, check, ...},
 ///  compile:{key, cached, seconds, kept (loaded for an earlier candidate of this process)} | compile_error,
 ///  runner (cuda: the runner's account of its start-up, device_s, load_s, and of the last round's region, region_s,
 ///  region; harness_region; rounds_s,
 ///  each round's invocation on this side's clock),
 ///  samples_us:{candidate, eager, compile: [[us per timed call] per round]} and samples_began:{candidate, eager,
-///  compile: [Unix seconds each round's part began]} with options.samples; round k ran in context k % contexts}. The compiled baseline's outputs are
+///  compile: [Unix seconds each round's part began]} with options.samples}. The compiled baseline's outputs are
 ///  checked against eager's on one call a round; the candidate's on every call.
 /// ok is false when a timed call fails or differs from the reference (stage run/timeout/compare) or the
 /// candidate's time is below the speed-of-light floor (stage floor). Returns an error only when the harness fails.
 std::expected<Json, std::string> profile_candidate(const Json& task, const Json& candidate, const ProfileOptions& options);
-
-/// Starts the ca-baseline workers that profiles with `contexts` (ProfileOptions::contexts) use on this machine's
-/// backend (cuda where a GPU is visible), so that their start-up (LibTorch, a CUDA context) overlaps what comes
-/// before the first profile; profile_candidate starts any still missing.
-void start_baseline_workers(int contexts);
 
 /// The agent's line: "Torch Baseline: 812.3 us, Torch Compile: 640.1 us, CUDA Extension: 512.9 us", or
 /// "[FAIL] profile: ..." for a failed profile.

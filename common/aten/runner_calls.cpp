@@ -309,11 +309,6 @@ struct RunnerSession::State {
   std::optional<SandboxResult> ended;     // how the runner ended, once it did
   int rounds = 0;                         // run() calls so far
   size_t largest_round = 0;               // the most calls a round may have
-  std::optional<std::string> starting;    // start()'s results directory, until run() has its answer
-
-  /// Waits for the runner's answer to a request: its line, or nullopt when it ended without one. Anything but
-  /// "done" ends the session; `ended` and outcome.sandbox say how.
-  std::expected<std::optional<std::string>, std::string> answer(RunnerOutcome& outcome);
 };
 
 RunnerSession::RunnerSession(std::unique_ptr<State> state) : m_state(std::move(state)) {}
@@ -337,63 +332,11 @@ std::expected<RunnerSession, std::string> RunnerSession::open(const Program& pro
                                                 .sandbox = std::nullopt,
                                                 .ended = std::nullopt,
                                                 .rounds = 0,
-                                                .largest_round = largest_round,
-                                                .starting = std::nullopt});
+                                                .largest_round = largest_round});
   return RunnerSession(std::move(state));
 }
 
 const RunnerOptions& RunnerSession::options() const { return m_state->options; }
-
-std::expected<void, std::string> RunnerSession::start(size_t calls) {
-  State& s = *m_state;
-  if (s.sandbox || s.ended) return {};
-  if (auto room = make_room(s.setup, std::min(calls, s.largest_round)); !room) return Error(room.error());
-  const std::string io_dir = s.setup.run_dir->io() + "/start";
-  const std::string request_path = s.setup.run_dir->path() + "/request-start.json";
-  if (auto written = write_request(request_path, s.setup, s.shapes, s.library, {}, io_dir, s.options); !written) {
-    return Error(written.error());
-  }
-  auto sandbox = SandboxSession::start(s.setup.spec);
-  if (!sandbox) return Error(sandbox.error());
-  s.sandbox = std::move(*sandbox);
-  s.sandbox->send_line(request_path);
-  s.starting = io_dir;
-  return {};
-}
-
-std::expected<std::optional<std::string>, std::string> RunnerSession::State::answer(RunnerOutcome& outcome) {
-  auto line = sandbox->wait_line(options.limits.wall_s);
-  if (!line) {
-    sandbox.reset();
-    return Error(line.error());
-  }
-  if (*line == "done") {
-    outcome.sandbox.exit_code = 0;  // still running; it has answered
-    return line;
-  }
-  // It ended (crashed, exited, or was killed at the wall limit), or answered something else, which only a candidate
-  // writing to the runner's own stdout can make it do: either way the session is over.
-  auto result = sandbox->finish(k_session_exit_s);
-  sandbox.reset();
-  if (!result) return Error(result.error());
-  ended = *result;
-  outcome.sandbox = std::move(*result);
-  return line;
-}
-
-namespace {
-
-// Reads what the runner left for `calls` calls after `line`, its answer, and says when that answer was not "done".
-std::expected<void, std::string> conclude(RunnerOutcome& outcome, const std::optional<std::string>& line, const std::string& io_dir,
-                                          const RunnerSetup& setup, const std::vector<TensorShape>& shapes, size_t calls) {
-  if (auto collected = collect(outcome, io_dir, setup, shapes, calls); !collected) return Error(collected.error());
-  if (line && *line != "done" && outcome.untrusted.empty()) {
-    outcome.untrusted = "the runner answered \"" + line->substr(0, 80) + "\" instead of \"done\", so its reports cannot be believed";
-  }
-  return {};
-}
-
-}  // namespace
 
 std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<RunnerCall>& calls) {
   State& s = *m_state;
@@ -403,23 +346,6 @@ std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<R
   }
   // The runner is about to write over the region that an earlier round's outputs are views of.
   if (s.setup.region.use_count() > 1) return Error("an earlier round's outputs are still in use; drop them before the next round");
-  // The first round's clock includes the sandbox's and the device's start-up, as one invocation's does (or what is
-  // left of it after start()).
-  auto started = std::chrono::steady_clock::now();
-  RunnerOutcome outcome;
-  if (s.starting) {
-    const std::string io_dir = *s.starting;
-    s.starting.reset();
-    auto line = s.answer(outcome);
-    if (!line) return Error(line.error());
-    if (*line != "done") {  // it never got going: its load error, if that was it, and every call unreported
-      outcome.elapsed_us = microseconds(std::chrono::steady_clock::now() - started);
-      if (auto concluded = conclude(outcome, *line, io_dir, s.setup, s.shapes, 0); !concluded) return Error(concluded.error());
-      outcome.calls.resize(calls.size());
-      return outcome;
-    }
-    if (calls.empty()) return outcome;
-  }
   // Grown as rounds need (ca-profile: its first round is small, later ones as many calls as it measures it needs).
   if (auto room = make_room(s.setup, calls.size()); !room) return Error(room.error());
   const int round = s.rounds++;
@@ -427,6 +353,7 @@ std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<R
   // the outputs of every round go to the same region.
   const std::string io_dir = s.setup.run_dir->io() + "/round-" + std::to_string(round);
   const std::string request_path = s.setup.run_dir->path() + "/request-" + std::to_string(round) + ".json";
+  RunnerOutcome outcome;
   if (s.ended) {  // a runner that died in an earlier round runs nothing more: every call is unreported
     outcome.sandbox = *s.ended;
     outcome.calls.resize(calls.size());
@@ -435,6 +362,8 @@ std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<R
   if (auto written = write_request(request_path, s.setup, s.shapes, s.library, calls, io_dir, s.options); !written) {
     return Error(written.error());
   }
+  // The first round's clock includes the sandbox's and the device's start-up, as one invocation's does.
+  auto started = std::chrono::steady_clock::now();
   if (!s.sandbox) {
     auto sandbox = SandboxSession::start(s.setup.spec);
     if (!sandbox) return Error(sandbox.error());
@@ -442,18 +371,33 @@ std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<R
   }
   s.sandbox->resume();
   s.sandbox->send_line(request_path);
-  auto line = s.answer(outcome);
-  outcome.elapsed_us = microseconds(std::chrono::steady_clock::now() - started);
-  if (!line) return Error(line.error());
-  // Stopped until the next round, so that nothing the candidate left running (a thread it made without
-  // pthread_create, say) takes the cores, or queues GPU work, while the baselines are timed.
-  if (*line == "done") s.sandbox->pause();
-  if (auto concluded = conclude(outcome, *line, io_dir, s.setup, s.shapes, calls.size()); !concluded) return Error(concluded.error());
+  auto line = s.sandbox->wait_line(s.options.limits.wall_s);
+  auto elapsed = std::chrono::steady_clock::now() - started;
+  if (!line) {
+    s.sandbox.reset();
+    return Error(line.error());
+  }
+  std::string answer = line->value_or("");
+  if (line->has_value() && answer == "done") {
+    outcome.sandbox.exit_code = 0;  // still running; it has reported this round
+    // Stopped until the next round, so that nothing the candidate left running (a thread it made without
+    // pthread_create, say) takes the cores, or queues GPU work, while the baselines are timed.
+    s.sandbox->pause();
+  } else {
+    // It ended (crashed, exited, or was killed at the wall limit), or answered something else, which only a
+    // candidate writing to the runner's own stdout can make it do: either way the session is over.
+    auto result = s.sandbox->finish(k_session_exit_s);
+    s.sandbox.reset();
+    if (!result) return Error(result.error());
+    s.ended = *result;
+    outcome.sandbox = std::move(*result);
+  }
+  outcome.elapsed_us = microseconds(elapsed);
+  if (auto collected = collect(outcome, io_dir, s.setup, s.shapes, calls.size()); !collected) return Error(collected.error());
+  if (line->has_value() && answer != "done" && outcome.untrusted.empty()) {
+    outcome.untrusted = "the runner answered \"" + answer.substr(0, 80) + "\" instead of \"done\", so its reports cannot be believed";
+  }
   return outcome;
-}
-
-void RunnerSession::close_input() {
-  if (m_state->sandbox) m_state->sandbox->close_input();
 }
 
 std::optional<SandboxResult> RunnerSession::finish() {

@@ -98,18 +98,10 @@ class RunnerSession {
   /// Finishes the runner if it still runs, and removes the run directory.
   ~RunnerSession();
 
-  /// Starts the runner ahead of the first run() and returns without waiting for it, so that several sessions start
-  /// at once: a request of no calls sets up its device, loads the library and maps a region for `calls` calls. The
-  /// first run() waits for it; a runner that failed to start (its load error, say) ends the session there, as a
-  /// failed first round would.
-  std::expected<void, std::string> start(size_t calls);
-  /// Runs `calls` as one round; run({}) after start() only waits until the runner is ready. Fails only when the harness fails (no room for the output region, an unwritable
+  /// Runs `calls` as one round. Fails only when the harness fails (no room for the output region, an unwritable
   /// request, no sandbox, unreadable results, an interrupt) or is misused: more calls than `largest_round`, or
   /// outputs of an earlier round still alive.
   std::expected<RunnerOutcome, std::string> run(const std::vector<RunnerCall>& calls);
-  /// Closes the runner's stdin without waiting, so that several sessions' runners exit at once; finish() then
-  /// collects each.
-  void close_input();
   /// Closes the runner's stdin and waits for it to exit (killing it after 10 s); how it ended, or nullopt when it
   /// never started. Later runs report every call missing.
   std::optional<SandboxResult> finish();

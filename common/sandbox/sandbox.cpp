@@ -654,13 +654,6 @@ void SandboxSession::resume() {
   m_process->paused = false;
 }
 
-void SandboxSession::close_input() {
-  if (!running()) return;
-  resume();  // a paused command would never see its stdin close
-  m_process->close_stdin = true;
-  if (m_process->pending.empty()) m_process->stdin_fd.reset();
-}
-
 std::expected<SandboxResult, std::string> SandboxSession::finish(double timeout_s) {
   if (!m_process) return std::unexpected("the sandbox session is finished");
   resume();  // a paused command would never see its stdin close

@@ -100,9 +100,6 @@ class SandboxSession {
   void pause();
   /// Lets a paused sandbox run again (SIGCONT to all of it); wait_line after pause needs it first.
   void resume();
-  /// Closes stdin (once what send_line queued is written) and resumes a paused sandbox, without waiting: several
-  /// sessions then end at once, each finish() collecting its own.
-  void close_input();
   /// Closes stdin, waits for the command to end (at most `timeout_s`, then kills it) and returns what
   /// run_sandboxed would: exit code, signal, timed_out, limit_hit, stderr, and the stdout no wait_line took. Fails
   /// with "interrupted" when an interrupt stopped the session, or when the sandbox never ran the command. Ends the

@@ -34,7 +34,6 @@ class Fd {
   Fd& operator=(const Fd&) = delete;
   ~Fd() { reset(); }
   int get() const { return m_fd; }
-  int release() { return std::exchange(m_fd, -1); }
   void reset() {
     if (m_fd >= 0) close(m_fd);
     m_fd = -1;
@@ -85,9 +84,8 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
   return result;
 }
 
-// in_fd -1: stdin is /dev/null; err_fd -1: stderr is the caller's.
 std::expected<pid_t, std::string> spawn(const std::vector<std::string>& argv, const SubprocessOptions& options,
-                                        int in_fd, int out_fd, int err_fd) {
+                                        int out_fd, int err_fd) {
   SpawnSetup setup;
   sigset_t empty;
   sigemptyset(&empty);
@@ -100,13 +98,9 @@ std::expected<pid_t, std::string> spawn(const std::vector<std::string>& argv, co
   // A group of its own, so a timeout also kills whatever the program started.
   posix_spawnattr_setpgroup(&setup.attr, 0);
   posix_spawnattr_setflags(&setup.attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  if (in_fd >= 0) {
-    posix_spawn_file_actions_adddup2(&setup.actions, in_fd, 0);
-  } else {
-    posix_spawn_file_actions_addopen(&setup.actions, 0, "/dev/null", O_RDONLY, 0);
-  }
+  posix_spawn_file_actions_addopen(&setup.actions, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&setup.actions, out_fd, 1);
-  if (err_fd >= 0) posix_spawn_file_actions_adddup2(&setup.actions, err_fd, 2);
+  posix_spawn_file_actions_adddup2(&setup.actions, err_fd, 2);
   if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&setup.actions, options.cwd.c_str());
 
   std::vector<std::string> args = argv;
@@ -156,18 +150,6 @@ void pump(Stream (&streams)[2], int wait_ms, size_t max_output) {
   }
 }
 
-// Reaps `pid` into result's exit_code and signal.
-void wait_for(pid_t pid, SubprocessResult& result) {
-  int status = 0;
-  pid_t waited = -1;
-  do {
-    waited = waitpid(pid, &status, 0);
-  } while (waited < 0 && errno == EINTR);
-  if (waited < 0) return;  // reaped elsewhere (SIGCHLD ignored): status unknown
-  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
-}
-
 }  // namespace
 
 std::string SubprocessResult::describe() const {
@@ -189,7 +171,7 @@ std::expected<SubprocessResult, std::string> run_subprocess(const std::vector<st
   Fd err_read(err_pipe[0]);
   Fd err_write(err_pipe[1]);
 
-  auto pid = spawn(argv, options, -1, out_write.get(), err_write.get());
+  auto pid = spawn(argv, options, out_write.get(), err_write.get());
   // Only the child may hold the write ends, or the pipes never reach end of file.
   out_write.reset();
   err_write.reset();
@@ -220,103 +202,15 @@ std::expected<SubprocessResult, std::string> run_subprocess(const std::vector<st
     pump(streams, reading ? 50 : 2, options.max_output);
   }
 
-  wait_for(*pid, result);
+  int status = 0;
+  pid_t waited = -1;
+  do {
+    waited = waitpid(*pid, &status, 0);
+  } while (waited < 0 && errno == EINTR);
+  if (waited < 0) return result;  // reaped elsewhere (SIGCHLD ignored): status unknown
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
   return result;
-}
-
-std::expected<Coprocess, std::string> Coprocess::start(const std::vector<std::string>& argv, const SubprocessOptions& options) {
-  if (argv.empty()) return std::unexpected("Coprocess: no program given");
-  int in_pipe[2], out_pipe[2];
-  if (pipe2(in_pipe, O_CLOEXEC) != 0) return std::unexpected(std::string("cannot create pipe: ") + std::strerror(errno));
-  Fd in_read(in_pipe[0]), in_write(in_pipe[1]);
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) return std::unexpected(std::string("cannot create pipe: ") + std::strerror(errno));
-  Fd out_read(out_pipe[0]), out_write(out_pipe[1]);
-  auto pid = spawn(argv, options, in_read.get(), out_write.get(), -1);
-  if (!pid) return std::unexpected(pid.error());
-  return Coprocess(argv[0], *pid, in_write.release(), out_read.release());
-}
-
-Coprocess::Coprocess(Coprocess&& other) noexcept
-    : m_name(std::move(other.m_name)), m_pid(std::exchange(other.m_pid, -1)), m_in(std::exchange(other.m_in, -1)),
-      m_out(std::exchange(other.m_out, -1)), m_buffer(std::move(other.m_buffer)) {}
-
-Coprocess::~Coprocess() {
-  if (m_pid < 0) return;
-  kill_group();
-  reap();
-}
-
-void Coprocess::kill_group() {
-  if (m_pid > 0) kill(-m_pid, SIGKILL);
-}
-
-SubprocessResult Coprocess::reap() {
-  SubprocessResult result;
-  for (int* fd : {&m_in, &m_out}) {
-    if (*fd >= 0) close(*fd);
-    *fd = -1;
-  }
-  if (m_pid > 0) wait_for(m_pid, result);
-  m_pid = -1;
-  return result;
-}
-
-std::expected<void, std::string> Coprocess::send_line(std::string_view line) {
-  std::string text(line);
-  text.push_back('\n');
-  for (size_t sent = 0; sent < text.size();) {
-    ssize_t n = m_in < 0 ? -1 : write(m_in, text.data() + sent, text.size() - sent);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return std::unexpected(m_name + ": cannot send it a request: " + (m_in < 0 ? "it has ended" : std::strerror(errno)));
-    sent += size_t(n);
-  }
-  return {};
-}
-
-std::expected<std::string, std::string> Coprocess::read_line(std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  for (;;) {
-    if (size_t end = m_buffer.find('\n'); end != std::string::npos) {
-      std::string line = m_buffer.substr(0, end);
-      m_buffer.erase(0, end + 1);
-      return line;
-    }
-    if (m_out < 0) return std::unexpected(m_name + ": it has ended");
-    if (interrupted() || Clock::now() >= deadline) {
-      bool timed_out = !interrupted();
-      kill_group();
-      reap();
-      return std::unexpected(m_name + (timed_out ? ": no answer within " + std::to_string(timeout.count() / 1000) + " s" : ": interrupted"));
-    }
-    pollfd fd{m_out, POLLIN, 0};
-    if (poll(&fd, 1, 100) <= 0) continue;
-    char buffer[65536];
-    ssize_t got = read(m_out, buffer, sizeof buffer);
-    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (got <= 0) {  // it closed its stdout: it is exiting
-      SubprocessResult ended = finish(std::chrono::seconds(10));
-      return std::unexpected(m_name + " " + ended.describe() + " before it answered");
-    }
-    m_buffer.append(buffer, size_t(got));
-  }
-}
-
-SubprocessResult Coprocess::finish(std::chrono::milliseconds timeout) {
-  if (m_pid < 0) return {};
-  if (m_in >= 0) close(m_in);
-  m_in = -1;
-  const auto deadline = Clock::now() + timeout;
-  while (!has_exited(m_pid)) {
-    if (Clock::now() >= deadline) {
-      kill_group();
-      SubprocessResult result = reap();
-      result.timed_out = true;
-      return result;
-    }
-    usleep(2000);
-  }
-  kill_group();  // whatever it left running in its group
-  return reap();
 }
 
 }  // namespace ca

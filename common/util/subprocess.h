@@ -5,8 +5,6 @@
 #include <cstddef>
 #include <expected>
 #include <string>
-#include <string_view>
-#include <sys/types.h>
 #include <vector>
 
 namespace ca {
@@ -37,34 +35,5 @@ struct SubprocessResult {
 /// Returns an error message when the program cannot be started.
 std::expected<SubprocessResult, std::string> run_subprocess(const std::vector<std::string>& argv,
                                                             const SubprocessOptions& options = {});
-
-/// A program that stays up and answers requests: one line to its stdin, one line back on its stdout. Its stderr
-/// is this process's. It runs in a new process group, which is killed when the Coprocess is destroyed unfinished.
-class Coprocess {
- public:
-  /// Starts argv[0] (searched on PATH when it has no '/'); options.timeout and max_output are not used.
-  static std::expected<Coprocess, std::string> start(const std::vector<std::string>& argv, const SubprocessOptions& options = {});
-  Coprocess(Coprocess&& other) noexcept;
-  Coprocess& operator=(Coprocess&&) = delete;
-  ~Coprocess();
-
-  /// Writes `line` and a newline to its stdin; fails when it is gone.
-  std::expected<void, std::string> send_line(std::string_view line);
-  /// The next line of its stdout, without the newline. Fails when it ends first ("ca-x exited with status 1"),
-  /// when `timeout` passes or on SIGINT/SIGTERM (it is killed then).
-  std::expected<std::string, std::string> read_line(std::chrono::milliseconds timeout);
-  /// Closes its stdin and waits up to `timeout` for it to exit, then kills its group; how it ended.
-  SubprocessResult finish(std::chrono::milliseconds timeout);
-
- private:
-  Coprocess(std::string name, pid_t pid, int in_fd, int out_fd) : m_name(std::move(name)), m_pid(pid), m_in(in_fd), m_out(out_fd) {}
-  void kill_group();
-  SubprocessResult reap();
-
-  std::string m_name;  // argv[0], for messages
-  pid_t m_pid = -1;    // -1 once reaped
-  int m_in = -1, m_out = -1;
-  std::string m_buffer;  // read past the last line returned
-};
 
 }  // namespace ca

@@ -1,4 +1,4 @@
-// Tests for run_subprocess (output capture, exit status, signals, timeouts) and Coprocess (line by line).
+// Tests for run_subprocess: output capture, exit status, signals, timeouts.
 #include "util/subprocess.h"
 
 #include <csignal>
@@ -91,53 +91,6 @@ TEST(SubprocessTest, MissingProgramIsAnError) {
   auto result = run_subprocess({"/nonexistent/ca-no-such-program"});
   ASSERT_FALSE(result);
   EXPECT_NE(result.error().find("cannot run"), std::string::npos);
-}
-
-TEST(CoprocessTest, AnswersLineByLineThenFinishes) {
-  auto co = Coprocess::start(shell("while read -r line; do echo \"got $line\"; done; exit 3"));
-  ASSERT_TRUE(co) << co.error();
-  ASSERT_TRUE(co->send_line("a"));
-  ASSERT_TRUE(co->send_line("b"));
-  EXPECT_EQ(co->read_line(std::chrono::seconds(10)).value_or("?"), "got a");
-  EXPECT_EQ(co->read_line(std::chrono::seconds(10)).value_or("?"), "got b");
-  SubprocessResult ended = co->finish(std::chrono::seconds(10));  // closes stdin: the loop ends
-  EXPECT_EQ(ended.exit_code, 3);
-  EXPECT_FALSE(ended.timed_out);
-}
-
-TEST(CoprocessTest, EndingBeforeItAnswersSaysHow) {
-  auto co = Coprocess::start(shell("read -r line; kill -9 $$"));
-  ASSERT_TRUE(co) << co.error();
-  ASSERT_TRUE(co->send_line("go"));
-  auto line = co->read_line(std::chrono::seconds(10));
-  ASSERT_FALSE(line);
-  EXPECT_NE(line.error().find("killed by signal 9"), std::string::npos) << line.error();
-  EXPECT_FALSE(co->send_line("again"));
-}
-
-TEST(CoprocessTest, NoAnswerInTimeKillsItsGroup) {
-  auto co = Coprocess::start(shell("sleep 60 & echo $!; read -r line; sleep 60"));
-  ASSERT_TRUE(co) << co.error();
-  pid_t sleeper = std::stoi(co->read_line(std::chrono::seconds(10)).value_or("0"));
-  ASSERT_GT(sleeper, 0);
-  auto start = std::chrono::steady_clock::now();
-  auto line = co->read_line(std::chrono::milliseconds(300));
-  ASSERT_FALSE(line);
-  EXPECT_NE(line.error().find("no answer within"), std::string::npos) << line.error();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
-  for (int i = 0; i < 100 && is_running(sleeper); ++i) usleep(10000);
-  EXPECT_FALSE(is_running(sleeper)) << "its background child outlived it";
-}
-
-TEST(CoprocessTest, DestroyedUnfinishedKillsIt) {
-  pid_t pid = 0;
-  {
-    auto co = Coprocess::start(shell("echo $$; sleep 60"));
-    ASSERT_TRUE(co) << co.error();
-    pid = std::stoi(co->read_line(std::chrono::seconds(10)).value_or("0"));
-  }
-  ASSERT_GT(pid, 0);
-  EXPECT_FALSE(is_running(pid));
 }
 
 }  // namespace ca

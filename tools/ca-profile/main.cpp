@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "aten/candidates.h"
+#include "aten/cpu_caching_allocator.h"
 #include "aten/precompile.h"
 #include "aten/profile.h"
 #include "util/cli.h"
@@ -25,9 +26,6 @@ int main(int argc, char** argv) {
   app.add_option("--backend", backend_flag, "Backend for --workspace and --precompile: cpu or cuda")->capture_default_str();
   app.add_flag("--precompile", precompile, "Only compile the torch.compile baselines of every task in --tasks, in -j bridge processes");
   app.add_option("--rounds", options.rounds, "Interleaved rounds (one runner serves them all)")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--contexts", options.contexts,
-                 "Processes each method is timed in, the rounds dealt among them; its time is the fastest one's median "
-                 "(default: 3 on cuda, 1 on cpu)")->check(CLI::PositiveNumber);
   app.add_option("--min-ms", options.min_ms, "Measured milliseconds per method, at least")->capture_default_str();
   app.add_option("--max-calls", options.max_calls, "Timed calls per method and round, at most")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_flag("--no-compile", no_compile, "Do not time the torch.compile baseline");
@@ -61,8 +59,6 @@ int main(int argc, char** argv) {
     return to_int(summary.code);
   }
 
-  // The baseline workers start now, while the first record is still on its way (ca-verify upstream).
-  start_baseline_workers(options.contexts);
   Judge profile = [&](const Json& task, const Json& candidate, Backend backend) -> std::expected<Json, std::string> {
     // A wrong candidate has nothing worth timing; its reward is -1 either way.
     if (auto verify = candidate.find("verify"); verify != candidate.end() && !verify->value("ok", false)) {
@@ -70,7 +66,15 @@ int main(int argc, char** argv) {
     }
     ProfileOptions per_record = options;
     per_record.build.backend = backend;
-    return profile_candidate(task, candidate, per_record);
+    // cpu: the baselines' tensors come from a caching allocator, so after each round's untimed first call their
+    // outputs land on warm memory, as the runner's pre-touched buffers do for the candidate (cuda's caching
+    // allocator does this on the device). Emptied after each record: a run over many tasks holds one profile's peak.
+    if (backend == Backend::cpu && install_caching_cpu_allocator() == nullptr) {
+      return std::unexpected("c10 kept another CPU allocator; the cpu baselines would fault fresh pages while timed");
+    }
+    auto profiled = profile_candidate(task, candidate, per_record);
+    if (auto* cache = installed_caching_cpu_allocator()) cache->empty_cache();
+    return profiled;
   };
   // Inside a workspace, plain `ca-profile` times it.
   if (workspace.empty()) workspace = implied_workspace(inputs);
