@@ -18,6 +18,7 @@
 #include "aten/tensors.h"
 #include "ir/tensor_init.h"
 #include "runner/output_region.h"
+#include "runner/run_candidate.h"
 #include "runner/run_dir.h"
 #include "util/atomic_file.h"
 
@@ -80,13 +81,23 @@ std::expected<std::vector<std::optional<CallReport>>, std::string> read_reports(
   std::vector<std::optional<CallReport>> reports(calls);
   auto text = read_file(path);
   if (!text) return reports;  // the runner died before writing anything
+  // The runner writes one loaded line, then one line per call in order; the candidate could have written there too
+  // (the runner checks before each line, but not after a crash), so anything else is not the runner's report.
+  auto untrusted = [&](const std::string& why) {
+    outcome.untrusted = "results.jsonl is not as the runner writes it (" + why + "), so its reports cannot be believed";
+    return std::vector<std::optional<CallReport>>(calls);
+  };
   auto log = parse_results(*text);
-  if (!log) return Error(log.error());
+  if (!log) return untrusted(log.error());
   outcome.load_error = log->load_error;
   outcome.runner_facts = log->facts;
-  for (const auto& report : log->calls) {
-    if (report.call >= calls) return Error("runner reported call " + std::to_string(report.call) + " of " + std::to_string(calls));
-    reports[report.call] = report;
+  for (size_t i = 0; i < log->calls.size(); ++i) {
+    const CallReport& report = log->calls[i];
+    if (report.call != i || i >= calls) {
+      return untrusted("line " + std::to_string(i + 1) + " of the calls reports call " + std::to_string(report.call) + " of " +
+                       std::to_string(calls));
+    }
+    reports[i] = report;
   }
   return reports;
 }
@@ -414,6 +425,7 @@ std::optional<CallFailure> call_failure(const RunnerOutcome& outcome, size_t ind
                                         const RunnerOptions& options) {
   const RunnerCallResult& call = outcome.calls[index];
   const SandboxResult& ran = outcome.sandbox;
+  if (!outcome.untrusted.empty()) return CallFailure{"run", label + ": " + outcome.untrusted};
   if (!call.report) {
     if (ran.timed_out) return CallFailure{"timeout", label + " did not finish within " + std::to_string(int(options.limits.wall_s)) + " s"};
     // The CPU limit is a time limit too (the tools set both from --timeout). A single-threaded spin reaches it first
@@ -422,13 +434,15 @@ std::optional<CallFailure> call_failure(const RunnerOutcome& outcome, size_t ind
       std::string limit = std::to_string(int(std::ceil(options.limits.cpu_s)));
       return CallFailure{"timeout", label + " did not finish within " + limit + " s of CPU time"};
     }
+    if (ran.exit_code == to_int(k_exit_tampered)) {
+      return CallFailure{"run", label + ": the runner stopped: its reports were tampered with; " + last_lines(ran.err, 5)};
+    }
     std::string message = label + " crashed: " +
                           (ran.signal ? "killed by signal " + std::to_string(ran.signal) : "exit status " + std::to_string(ran.exit_code)) +
                           (ran.limit_hit.empty() ? "" : " (" + ran.limit_hit + " limit)");
     if (std::string says = last_lines(ran.err, 5); !says.empty()) message += "; last output: " + says;
     return CallFailure{"run", message};
   }
-  if (!outcome.untrusted.empty()) return CallFailure{"run", label + ": " + outcome.untrusted};
   const CallReport& report = *call.report;
   if (!report.cuda_error.empty()) return CallFailure{"run", label + ": CUDA error " + report.cuda_error};
   if (report.rc != 0) return CallFailure{"run", label + ": ca_forward returned " + std::to_string(report.rc)};

@@ -1,4 +1,5 @@
 #include "aten/runner_calls.h"
+#include "runner/run_candidate.h"
 
 #include <gtest/gtest.h>
 
@@ -65,6 +66,13 @@ TEST(CallFailureTest, EachReportedProblemHasItsStage) {
   spun.sandbox.signal = 24;
   spun.sandbox.limit_hit = "cpu";
   EXPECT_EQ(stage_of(spun), "timeout");
+  RunnerOutcome tampered = outcome_of(std::nullopt);  // the runner found its results file changed
+  tampered.sandbox.exit_code = to_int(k_exit_tampered);
+  tampered.sandbox.err = "ca-runner: error: io/results.jsonl: changed by a writer other than the runner\n";
+  failure = call_failure(tampered, 0, "trial 2/5", RunnerOptions{});
+  ASSERT_TRUE(failure);
+  EXPECT_EQ(failure->stage, "run");
+  EXPECT_NE(failure->message.find("its reports were tampered with"), std::string::npos) << failure->message;
 }
 
 // Fake runners: shell scripts that stand in for ca-runner inside the real sandbox and write what a runner (or a
@@ -161,6 +169,20 @@ TEST_F(FakeRunnerTest, AnOutputTheRunnerDidNotWriteIsMissing) {
   EXPECT_EQ(failure->stage, "run");
   EXPECT_EQ(failure->message, "trial 1/2: no output written");
   EXPECT_EQ(ran->calls[1].output_problem, "output is short: the runner reported 4 of 8 bytes written");
+}
+
+TEST_F(FakeRunnerTest, ReportsOutOfOrderOrTwiceAreNotBelieved) {
+  // The runner writes each call's line once, in order; a second line for a call is someone else's (EXPLOITS C4).
+  for (const char* body : {"report 0 8\nreport 1 8\nreport 0 8\n", "report 1 8\nreport 0 8\n", "report 0 8\nreport 2 8\n",
+                           "report 0 8\necho not json\n"}) {
+    auto ran = run_in_runner(m_program, shapes(), m_library, {{1, false}, {2, false}},
+                             one_shot("forged", std::string("echo '{\"event\":\"loaded\"}'\nput 0; put 1\n") + body));
+    ASSERT_TRUE(ran) << ran.error();
+    auto failure = call_failure(*ran, 0, "trial 1/2", RunnerOptions{});
+    ASSERT_TRUE(failure) << body;
+    EXPECT_EQ(failure->stage, "run");
+    EXPECT_NE(failure->message.find("results.jsonl is not as the runner writes it"), std::string::npos) << failure->message;
+  }
 }
 
 TEST_F(FakeRunnerTest, ARegionCutShortOrPunchedIsNeverRead) {

@@ -4,6 +4,7 @@
 #include "runner/run_candidate.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bit>
@@ -88,13 +89,69 @@ struct FileCloser {
   void operator()(FILE* stream) const { std::fclose(stream); }
 };
 
-std::expected<void, RunError> append_line(FILE* stream, const Json& line, const std::string& path) {
-  std::string text = line.dump() + "\n";
-  if (std::fwrite(text.data(), 1, text.size(), stream) != text.size() || std::fflush(stream) != 0) {
-    return Error({RunFailure::io_error, path + ": writing failed: " + std::strerror(errno)});
+// results.jsonl, which only the runner may write. The candidate shares the process and may open the file by its path
+// to add, rewrite or replace report lines (EXPLOITS C4), so before each line the file must still be the one opened,
+// holding exactly what was there then and what the runner has written since. The candidate's last chance to write
+// is its last call, and the runner's last line comes after it: any change is seen.
+class ResultsFile {
+ public:
+  static std::expected<ResultsFile, RunError> open(const std::string& path) {
+    ResultsFile file;
+    file.m_path = path;
+    // Appended to, never truncated: a runner restarted after a crash must not erase the lines of calls that finished.
+    file.m_stream.reset(std::fopen(path.c_str(), "a+e"));
+    if (!file.m_stream) return Error({RunFailure::io_error, path + ": cannot open: " + std::strerror(errno)});
+    auto content = file.read_all();
+    if (!content) return Error(content.error());
+    file.m_written = std::move(*content);
+    struct stat opened {};
+    if (::fstat(fileno(file.m_stream.get()), &opened) != 0) return Error({RunFailure::io_error, path + ": " + std::strerror(errno)});
+    file.m_device = opened.st_dev;
+    file.m_inode = opened.st_ino;
+    return file;
   }
-  return {};
-}
+
+  std::expected<void, RunError> append(const Json& line) {
+    if (auto intact = check(); !intact) return Error(intact.error());
+    std::string text = line.dump() + "\n";
+    if (std::fwrite(text.data(), 1, text.size(), m_stream.get()) != text.size() || std::fflush(m_stream.get()) != 0) {
+      return Error({RunFailure::io_error, m_path + ": writing failed: " + std::strerror(errno)});
+    }
+    m_written += text;
+    return {};
+  }
+
+ private:
+  std::expected<std::string, RunError> read_all() {
+    std::string content;
+    char buffer[65536];
+    for (off_t offset = 0;;) {
+      ssize_t got = ::pread(fileno(m_stream.get()), buffer, sizeof buffer, offset);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return Error({RunFailure::io_error, m_path + ": reading back failed: " + std::strerror(errno)});
+      if (got == 0) return content;
+      content.append(buffer, size_t(got));
+      offset += got;
+    }
+  }
+
+  std::expected<void, RunError> check() {
+    struct stat named {};
+    bool same_file = ::stat(m_path.c_str(), &named) == 0 && named.st_dev == m_device && named.st_ino == m_inode;
+    auto content = read_all();
+    if (!content) return Error(content.error());
+    if (same_file && *content == m_written) return {};
+    return Error({RunFailure::tampered, m_path + ": " + (same_file ? "changed" : "replaced") +
+                                            " by a writer other than the runner (the candidate), so no report of this run "
+                                            "can be believed"});
+  }
+
+  std::unique_ptr<FILE, FileCloser> m_stream;
+  std::string m_path;
+  std::string m_written;  // the file's whole content as it must be
+  dev_t m_device = 0;
+  ino_t m_inode = 0;
+};
 
 // Into the call's slices of the output region. The call's results line, appended after it, is what says they are
 // there: the trusted side reads the outputs of reported calls only.
@@ -235,6 +292,7 @@ ExitCode exit_code_of(RunFailure failure) {
     case RunFailure::interrupted: return ExitCode::interrupted;
     case RunFailure::no_device: return k_exit_no_device;
     case RunFailure::context_lost: return k_exit_context_lost;
+    case RunFailure::tampered: return k_exit_tampered;
   }
   return ExitCode::io_error;
 }
@@ -289,9 +347,8 @@ std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& reque
   std::filesystem::create_directories(request.output_dir, ec);
   if (ec) return Error({RunFailure::io_error, request.output_dir + ": cannot create: " + ec.message()});
   const std::string results_path = (std::filesystem::path(request.output_dir) / k_results_file).string();
-  // Append, never truncate: a runner restarted after a crash must not erase the lines of calls that finished.
-  std::unique_ptr<FILE, FileCloser> results(std::fopen(results_path.c_str(), "ae"));
-  if (!results) return Error({RunFailure::io_error, results_path + ": cannot open: " + std::strerror(errno)});
+  auto results = ResultsFile::open(results_path);
+  if (!results) return Error(results.error());
 
   if (first) {
     // OpenMP reads this when the library's runtime starts, which dlopen may trigger; ctx->num_threads says it later.
@@ -314,21 +371,21 @@ std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& reque
       }
     }
     if (!load_error.empty()) {
-      auto written = append_line(results.get(), load_failed_event(load_error), results_path);
+      auto written = results->append(load_failed_event(load_error));
       if (!written) return Error(written.error());
       return Error({RunFailure::load_failed, load_error});
     }
   }
   // The library stays loaded until exit: unloading could run code of a candidate that left threads behind. Every
   // request's results say it is loaded, so each results.jsonl reads as a runner's whole run.
-  if (auto written = append_line(results.get(), loaded_event(m_facts), results_path); !written) return Error(written.error());
+  if (auto written = results->append(loaded_event(m_facts)); !written) return Error(written.error());
 
   RunSummary summary;
   for (size_t i = 0; i < request.calls.size(); ++i) {
     if (interrupted()) return Error({RunFailure::interrupted, "interrupted before call " + std::to_string(i)});
     auto run = run_call(request, i, m_forward, *m_device, *m_region);
     if (!run) return Error(run.error());
-    if (auto written = append_line(results.get(), to_json(run->report), results_path); !written) return Error(written.error());
+    if (auto written = results->append(to_json(run->report)); !written) return Error(written.error());
     ++summary.calls;
     if (!run->report.ok()) ++summary.failed;
     if (run->context_lost) {

@@ -28,11 +28,13 @@ enum class RunFailure {
   interrupted,   // SIGINT or SIGTERM arrived between calls
   no_device,     // cuda: the device could not be set up (no GPU, no driver, a bad device_index)
   context_lost,  // cuda: a call left a sticky error (its line, with cuda_error, was written); later calls cannot run
+  tampered,      // results.jsonl was changed or replaced by another writer (the candidate); nothing more was written
 };
 
 /// ca-runner's exit codes beyond the shared table of util/exit_codes.h, after sysexits.h.
 inline constexpr ExitCode k_exit_no_device = ExitCode{69};     // EX_UNAVAILABLE
 inline constexpr ExitCode k_exit_context_lost = ExitCode{70};  // EX_SOFTWARE
+inline constexpr ExitCode k_exit_tampered = ExitCode{76};      // EX_PROTOCOL
 
 struct RunError {
   RunFailure failure;

@@ -58,6 +58,20 @@ relu honest_when_checked >"$WORK/honest.jsonl"
 run "$CA_BIN/ca-profile" "${fast[@]}" --min-ms 100000 --max-calls 8 "$WORK/honest.jsonl"
 expect_code 0; expect_stdout '"stage":"compare"'
 
+# The candidate cannot forge the runner's reports of its times (EXPLOITS C4): the forger of the examples, made to
+# forge only after its fifth call, passes ca-verify's trials and fails here.
+relu forges_report | python3 -c '
+import json, sys
+r = json.loads(sys.stdin.read())
+(name, text), = r["files"].items()
+r["files"] = {name: text.replace("  forge_last_report();", "  static int calls = 0;\n  if (++calls > 5) forge_last_report();")}
+assert r["files"][name] != text
+print(json.dumps(r))' >"$WORK/forger.jsonl"
+"$CA_BIN/ca-verify" --tasks "$dir/tasks.jsonl" "$WORK/forger.jsonl" >"$WORK/forger_verified.jsonl" 2>/dev/null
+grep -q '"verify":{"ok":true' "$WORK/forger_verified.jsonl" || fail "the late forger should pass verification: $(head -c 400 "$WORK/forger_verified.jsonl")"
+run "$CA_BIN/ca-profile" "${fast[@]}" --min-ms 100000 --max-calls 8 "$WORK/forger_verified.jsonl"
+expect_code 0; expect_stdout '"stage":"run"'; expect_stdout 'cannot be believed'
+
 # One timing job per device: while another process holds the lease, ca-profile waits for it.
 start=$(date +%s)
 flock "$WORK/cuda-agent-cpu.lock" sleep 4 &
