@@ -70,7 +70,7 @@ print(json.dumps(r))' >"$WORK/forger.jsonl"
 "$CA_BIN/ca-verify" --tasks "$dir/tasks.jsonl" "$WORK/forger.jsonl" >"$WORK/forger_verified.jsonl" 2>/dev/null
 grep -q '"verify":{"ok":true' "$WORK/forger_verified.jsonl" || fail "the late forger should pass verification: $(head -c 400 "$WORK/forger_verified.jsonl")"
 run "$CA_BIN/ca-profile" "${fast[@]}" --min-ms 100000 --max-calls 8 "$WORK/forger_verified.jsonl"
-expect_code 0; expect_stdout '"stage":"run"'; expect_stdout 'cannot be believed'
+expect_code 0; expect_stdout '"stage":"run"'; expect_stdout 'its reports were tampered with'
 
 # One timing job per device: while another process holds the lease, ca-profile waits for it.
 start=$(date +%s)
