@@ -14,7 +14,7 @@ variant, interleaved so that drift over time falls on every variant alike:
          before the process's, so a mode that follows where the buffers lie shows within one process
 
 Each process prints its median; the table gives each variant's medians and their spread, (max - min) / median.
-Usage: bench/spread_probe.py [--procs 6] [--calls 60] [--variants write,read,none,fresh,moved]
+Usage: bench/spread_probe.py [--procs 6] [--calls 60] [--variants write,read,none,fresh,moved] (sets: ask for it)
 """
 import argparse
 import statistics
@@ -32,7 +32,7 @@ def child(variant: str, calls: int) -> None:
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, device=device)
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     kept = []  # fresh, moved: earlier calls' buffers stay allocated, so every call's are new
-    times = []
+    times = [[] for _ in sets]  # per input set
     for i in range(calls + 5):
         x, w = sets[i % len(sets)]
         if variant == "fresh":
@@ -51,11 +51,10 @@ def child(variant: str, calls: int) -> None:
         stop.record()
         stop.synchronize()
         if i >= 5:
-            times.append(start.elapsed_time(stop) * 1000.0)
+            times[i % len(sets)].append(start.elapsed_time(stop) * 1000.0)
     if len(sets) > 1:
-        by_set = [statistics.median(times[k::len(sets)]) for k in range(len(sets))]
-        print("sets " + " ".join(f"{t:.1f}" for t in by_set), file=sys.stderr)
-    print(f"{statistics.median(times):.2f}")
+        print("sets " + " ".join(f"{statistics.median(t):.1f}" for t in times))
+    print(f"{statistics.median([t for per_set in times for t in per_set]):.2f}")
 
 
 def main() -> int:
@@ -77,9 +76,10 @@ def main() -> int:
             if out.returncode != 0:
                 print(f"spread_probe: error: {variant}: {out.stderr.strip()[-300:]}", file=sys.stderr)
                 return 1
-            medians[variant].append(float(out.stdout.split()[-1]))
-            if out.stderr.startswith("sets "):
-                print(f"{variant}: per set {out.stderr.split(maxsplit=1)[1].strip()}, process {medians[variant][-1]:.1f}")
+            *per_set, median = out.stdout.splitlines()
+            medians[variant].append(float(median))
+            for line in per_set:
+                print(f"{variant}: per set {line.removeprefix('sets ')}, process {medians[variant][-1]:.1f}")
     print("| variant | median us per process | spread |")
     print("|---|---|---|")
     for variant, values in medians.items():
