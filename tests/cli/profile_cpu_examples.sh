@@ -1,11 +1,13 @@
 # The CPU example candidates through `ca-verify | ca-profile | ca-reward`, with
 # the compiled baseline: every verdict and reward is the one EXPECTED names,
 # including the candidate that is honest only while verified (EXPLOITS B12).
+# One thread each: ctest runs two tests at once on a 2-core machine, and OpenMP's
+# two threads on a shared core made the timings (and so the rewards) a lottery.
 . "$(dirname "$0")/lib.bash"
 dir=$CA_SOURCE_DIR/examples/candidates/cpu
 
 "$CA_BIN/ca-verify" --tasks "$dir/tasks.jsonl" --timeout 10 "$dir/candidates.jsonl" 2>"$WORK/verify_err" |
-  "$CA_BIN/ca-profile" --tasks "$dir/tasks.jsonl" --timeout 20 --min-ms 20 2>"$WORK/profile_err" |
+  "$CA_BIN/ca-profile" --tasks "$dir/tasks.jsonl" --timeout 20 --min-ms 20 --threads 1 2>"$WORK/profile_err" |
   "$CA_BIN/ca-reward" >"$WORK/rewarded.jsonl" 2>"$WORK/reward_err"
 codes=("${PIPESTATUS[@]}")
 [ "${codes[0]}" -eq 0 ] || fail "ca-verify exited ${codes[0]}: $(head -3 "$WORK/verify_err")"
