@@ -12,6 +12,9 @@ variant, interleaved so that drift over time falls on every variant alike:
   moved  as write, with the flush buffer itself freshly allocated every call (ca-profile allocates it once)
   sets   as write, with the calls taken in turn by 4 sets of inputs allocated up front: each set's median is printed
          before the process's, so a mode that follows where the buffers lie shows within one process
+  pair   calls alternate between one fixed set of inputs and fresh ones kept allocated (the runner's way); prints
+         both medians for every 16 calls of each, so a slow stretch shows whether it follows time (both) or the
+         fresh buffers' memory (fresh only)
 
 Each process prints its median; the table gives each variant's medians and their spread, (max - min) / median.
 Usage: bench/spread_probe.py [--procs 6] [--calls 60] [--variants write,read,none,fresh,moved] (sets: ask for it)
@@ -28,20 +31,20 @@ def child(variant: str, calls: int) -> None:
     torch.backends.cuda.matmul.allow_tf32 = False
     device = torch.device("cuda")
     sets = [(torch.rand(1024, 4096, device=device), torch.rand(4096, 4096, device=device))
-            for _ in range(4 if variant == "sets" else 1)]
+            for _ in range(4 if variant == "sets" else 2 if variant == "pair" else 1)]
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, device=device)
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     kept = []  # fresh, moved: earlier calls' buffers stay allocated, so every call's are new
     times = [[] for _ in sets]  # per input set
     for i in range(calls + 5):
         x, w = sets[i % len(sets)]
-        if variant == "fresh":
+        if variant == "fresh" or (variant == "pair" and i % 2 == 1):
             x, w = torch.rand(1024, 4096, device=device), torch.rand(4096, 4096, device=device)
             kept.append((x, w))
         if variant == "moved":
             kept.append(flush)
             flush = torch.empty_like(flush)
-        if variant in ("write", "fresh", "moved", "sets"):
+        if variant in ("write", "fresh", "moved", "sets", "pair"):
             flush.zero_()
         elif variant == "read":
             flush.sum()
@@ -52,8 +55,12 @@ def child(variant: str, calls: int) -> None:
         stop.synchronize()
         if i >= 5:
             times[i % len(sets)].append(start.elapsed_time(stop) * 1000.0)
-    if len(sets) > 1:
+    if variant == "sets":
         print("sets " + " ".join(f"{statistics.median(t):.1f}" for t in times))
+    if variant == "pair":  # times[0]: the fixed set's calls, times[1]: the fresh ones'
+        blocks = [(statistics.median(times[0][b:b + 16]), statistics.median(times[1][b:b + 16]))
+                  for b in range(0, min(map(len, times)) - 15, 16)]
+        print("sets fixed/fresh every 16 calls: " + " ".join(f"{a:.0f}/{b:.0f}" for a, b in blocks))
     print(f"{statistics.median([t for per_set in times for t in per_set]):.2f}")
 
 
