@@ -3,16 +3,16 @@
 
 - the program's ops are resolved and their arguments bound once, before any timing, as the C++
   interpreter binds them (Interpreter::create); a timed call only calls the op overloads, one Python
-  statement each. The device clock counts the host's work between the start event and the first launch (the
-  device is idle when the event is recorded), so interpreting the JSON inside the timed region, as the
-  bridge's Program.forward does, added 7-25 us of Python to every call (bench/RESULTS.md);
+  statement each. Interpreting the JSON inside the timed region, as the bridge's Program.forward does,
+  added 7-25 us of Python to every call when the device clock still counted the launch (bench/RESULTS.md);
 - rounds (5 by default), the first call of each untimed; round 1 has 2 timed calls, later rounds as many as
   make --min-ms over them, at most 200 and at most 512 MiB of outputs;
 - each call: the previous call's tensors freed, inputs and params drawn fresh from the distributions the
   program names (docs/IR.md; the harness's distributions, not its bytes), cache flushed by writing twice its
   size (L2 on cuda, cpu0's last-level cache on cpu) and the device idle, then the device clock (CUDA events
-  on the current stream) and the host clock (to a device-wide sync); the host clock counts where it is slower
-  by more than 20 us + 20%;
+  on the current stream, behind a 50 us hold of the device, so the launch is not counted: a one-thread sleep
+  here, where C++ fills every SM) and the host clock (to a device-wide sync, less the hold); the host clock
+  counts where it is slower by more than 20 us + 20%;
 - the outputs are held until the clocks stop, then cloned (the copies kept until the round ends, where
   ca-profile compares them) and freed, as ca-profile frees them;
 - grad mode as in C++ (on; nothing requires grad), the intra-op threads of --threads;
@@ -162,6 +162,22 @@ def counted(device_us, host_us):
     return host_us if host_us > device_us * 1.2 + 20.0 else device_us
 
 
+HOLD_US = 50.0  # k_hold_us of common/timing/clock.h
+
+
+def sleep_cycles_per_us():
+    """torch.cuda._sleep's cycles a microsecond on this device: the fastest of a few timed million-cycle sleeps."""
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    rates = []
+    for _ in range(5):
+        start.record()
+        torch.cuda._sleep(1_000_000)
+        stop.record()
+        stop.synchronize()
+        rates.append(1_000_000 / (start.elapsed_time(stop) * 1000))
+    return max(rates)
+
+
 class Clock:
     """CallClock of common/timing/clock.cpp: prepare() flushes and waits, start(), stop() -> (device_us, host_us)."""
 
@@ -172,6 +188,7 @@ class Clock:
         self.round = 0
         if self.cuda:
             self.events = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            self.hold_cycles = int(HOLD_US * sleep_cycles_per_us())
 
     def prepare(self):
         self.round = (self.round + 1) % 256  # a new value each time
@@ -182,6 +199,7 @@ class Clock:
     def start(self):
         self.host = time.perf_counter()
         if self.cuda:
+            torch.cuda._sleep(self.hold_cycles)
             self.events[0].record()
 
     def stop(self):
@@ -189,6 +207,8 @@ class Clock:
             self.events[1].record()
             torch.cuda.synchronize()  # device-wide
         host_us = (time.perf_counter() - self.host) * 1e6
+        if self.cuda:
+            host_us = max(0.0, host_us - HOLD_US)
         device_us = self.events[0].elapsed_time(self.events[1]) * 1000 if self.cuda else host_us
         return device_us, host_us
 

@@ -12,6 +12,9 @@ variant, interleaved so that drift over time falls on every variant alike:
   moved  as write, with the flush buffer itself freshly allocated every call (ca-profile allocates it once)
   sets   as write, with the calls taken in turn by 4 sets of inputs allocated up front: each set's median is printed
          before the process's, so a mode that follows where the buffers lie shows within one process
+  blocked as write, with a spin kernel queued after the flush and before the start event, so that the host's launch
+         of the call happens while the device is busy (nvbench's blocking kernel): a launch gap no longer counts
+  near   as write, with the process held to the CPUs local to the GPU (its PCI device's local_cpulist)
   pair   calls alternate between one fixed set of inputs and fresh ones kept allocated (the runner's way); prints
          both medians for every 16 calls of each, so a slow stretch shows whether it follows time (both) or the
          fresh buffers' memory (fresh only)
@@ -20,12 +23,24 @@ Each process prints its median; the table gives each variant's medians and their
 Usage: bench/spread_probe.py [--procs 6] [--calls 60] [--variants write,read,none,fresh,moved] (sets: ask for it)
 """
 import argparse
+import os
 import statistics
 import subprocess
 import sys
 
 
+def local_cpus() -> set:
+    """The CPUs sysfs lists as local to GPU 0's PCI device."""
+    bus_id = subprocess.run(["nvidia-smi", "-i", "0", "--query-gpu=pci.bus_id", "--format=csv,noheader"],
+                            capture_output=True, text=True, check=True).stdout.strip().lower()
+    with open(f"/sys/bus/pci/devices/{bus_id[4:]}/local_cpulist") as f:  # nvidia-smi writes an 8-digit domain
+        ranges = [part.split("-") for part in f.read().strip().split(",")]
+    return {cpu for r in ranges for cpu in range(int(r[0]), int(r[-1]) + 1)}
+
+
 def child(variant: str, calls: int) -> None:
+    if variant == "near":
+        os.sched_setaffinity(0, local_cpus())
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -44,11 +59,15 @@ def child(variant: str, calls: int) -> None:
         if variant == "moved":
             kept.append(flush)
             flush = torch.empty_like(flush)
-        if variant in ("write", "fresh", "moved", "sets", "pair"):
+        torch.cuda.synchronize()
+        if variant in ("write", "fresh", "moved", "sets", "pair", "blocked", "near"):
             flush.zero_()
         elif variant == "read":
             flush.sum()
-        torch.cuda.synchronize()
+        if variant == "blocked":
+            torch.cuda._sleep(1_000_000)  # about 0.5 ms at 1980 MHz, longer than the launch below takes
+        else:
+            torch.cuda.synchronize()
         start.record()
         torch.nn.functional.linear(x, w)
         stop.record()
@@ -75,6 +94,8 @@ def main() -> int:
         child(args.child, args.calls)
         return 0
     variants = args.variants.split(",")
+    if "near" in variants:
+        print(f"CPUs local to GPU 0: {sorted(local_cpus())} of {os.cpu_count()}")
     medians = {v: [] for v in variants}
     for _ in range(args.procs):
         for variant in variants:

@@ -11,6 +11,8 @@
 
 #ifdef CA_WITH_CUDA
 #include <cuda_runtime.h>
+
+#include "timing/hold_cuda.h"
 #endif
 
 namespace ca {
@@ -76,8 +78,10 @@ namespace {
 
 class CudaClock final : public CallClock {
  public:
-  CudaClock(int device, cudaStream_t stream, void* flush, size_t flush_bytes, cudaEvent_t start, cudaEvent_t stop)
-      : m_device(device), m_stream(stream), m_flush(flush), m_flush_bytes(flush_bytes), m_start(start), m_stop(stop) {}
+  CudaClock(int device, cudaStream_t stream, void* flush, size_t flush_bytes, cudaEvent_t start, cudaEvent_t stop, int sms,
+            int threads_per_sm)
+      : m_device(device), m_stream(stream), m_flush(flush), m_flush_bytes(flush_bytes), m_start(start), m_stop(stop),
+        m_sms(sms), m_threads_per_sm(threads_per_sm) {}
   CudaClock(const CudaClock&) = delete;
   CudaClock& operator=(const CudaClock&) = delete;
   ~CudaClock() override {
@@ -99,6 +103,8 @@ class CudaClock final : public CallClock {
 
   void start() override {
     m_host_start = Steady::now();
+    // A failed launch (a lost context) leaves the launch counted, as before; the call that follows fails anyway.
+    hold_device(m_stream, uint32_t(k_hold_us * 1000), m_sms, m_threads_per_sm);
     cudaEventRecord(m_start, m_stream);
   }
 
@@ -106,7 +112,7 @@ class CudaClock final : public CallClock {
     cudaEventRecord(m_stop, m_stream);
     // Device-wide: work the call queued on other streams ends inside the host clock's region (EXPLOITS C1).
     cudaDeviceSynchronize();
-    double host = micros(Steady::now() - m_host_start);
+    double host = std::max(0.0, micros(Steady::now() - m_host_start) - k_hold_us);
     float ms = 0;
     // After a failed call the events may not have completed; the call has failed anyway, and -1 says "no time".
     if (cudaEventElapsedTime(&ms, m_start, m_stop) != cudaSuccess) return {-1, host};
@@ -121,6 +127,7 @@ class CudaClock final : public CallClock {
   void* m_flush;
   size_t m_flush_bytes;
   cudaEvent_t m_start, m_stop;
+  int m_sms, m_threads_per_sm;
   uint8_t m_round = 0;
   Steady::time_point m_host_start;
 };
@@ -132,9 +139,13 @@ std::string describe(cudaError_t error) {
 }  // namespace
 
 std::expected<std::unique_ptr<CallClock>, std::string> make_cuda_clock(int device_index, void* stream) {
-  int l2 = 0;
+  int l2 = 0, sms = 0, threads_per_sm = 0;
   cudaError_t error = cudaSetDevice(device_index);
   if (error == cudaSuccess) error = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device_index);
+  if (error == cudaSuccess) error = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_index);
+  if (error == cudaSuccess) {
+    error = cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device_index);
+  }
   void* flush = nullptr;
   size_t flush_bytes = 2 * size_t(std::max(l2, 1 << 20));
   if (error == cudaSuccess) error = cudaMalloc(&flush, flush_bytes);
@@ -145,7 +156,8 @@ std::expected<std::unique_ptr<CallClock>, std::string> make_cuda_clock(int devic
     if (flush != nullptr) cudaFree(flush);
     return std::unexpected("CUDA device " + std::to_string(device_index) + ": cannot set up the timer: " + describe(error));
   }
-  return std::make_unique<CudaClock>(device_index, static_cast<cudaStream_t>(stream), flush, flush_bytes, start, stop);
+  return std::make_unique<CudaClock>(device_index, static_cast<cudaStream_t>(stream), flush, flush_bytes, start, stop,
+                                     sms, threads_per_sm);
 }
 
 #else

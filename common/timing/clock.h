@@ -1,7 +1,10 @@
 // The one timing method (DESIGN §7) for the candidate in the runner and for both baselines in the trusted process:
 // before each timed call the cache is flushed and the device is idle; the call is timed by two clocks, the device's
 // (CUDA events on the call's stream) and the host's (steady_clock up to a device-wide sync), and the slower wins
-// wherever they disagree (EXPLOITS C1, C7, C8, C9). No LibTorch here: the runner uses it too.
+// wherever they disagree (EXPLOITS C1, C7, C8, C9). On cuda the device is held busy for k_hold_us before the start
+// event (timing/hold_cuda.h), so the device clock does not count the host's launch of the call: from an idle device
+// it did, and that launch moved the gemm's median by 2-10% from one process to the next (bench/RESULTS.md,
+// session 9). No LibTorch here: the runner uses it too.
 #pragma once
 
 #include <cstddef>
@@ -11,7 +14,13 @@
 
 namespace ca {
 
-/// The two clocks' readings of one timed call, in microseconds. On the cpu backend both are the host clock.
+/// How long the cuda clock holds the device before each timed call's start event: longer than a call takes to
+/// launch (a cuBLAS gemm from C++, 10-20 us), so its launch is not counted; a launch that takes longer counts the
+/// rest. The host clock does not count it either.
+inline constexpr double k_hold_us = 50;
+
+/// The two clocks' readings of one timed call, in microseconds. On the cpu backend both are the host clock; on
+/// cuda the host clock is less the hold.
 struct ClockSample {
   double device_us = 0;
   double host_us = 0;
@@ -23,6 +32,7 @@ class CallClock {
   /// Waits for the device to be idle, drops persisting L2 lines and limits (cuda), and flushes the cache by writing
   /// a buffer twice its size (L2 on cuda, the last-level cache on cpu).
   virtual void prepare() = 0;
+  /// Starts both clocks (cuda: behind the hold).
   virtual void start() = 0;
   /// Stops both clocks after a device-wide synchronisation, so work on any stream is inside the region.
   virtual ClockSample stop() = 0;

@@ -11,6 +11,13 @@
 
 #include <gtest/gtest.h>
 
+#ifdef CA_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "timing/hold_cuda.h"
+#endif
 #include "timing/clock.h"
 #include "timing/lease.h"
 #include "timing/speed_of_light.h"
@@ -37,6 +44,77 @@ TEST(ClockTest, TheHostClockCountsWhereWorkEscapedTheDeviceClock) {
   EXPECT_EQ(counted_us({10, 25}), 10);        // within the 20 us allowance
   EXPECT_EQ(counted_us({-1, 300}), 300);      // no device time at all
 }
+
+#ifdef CA_WITH_CUDA
+
+// The cuda clock on a stream of its own, with a one-float buffer for the timed calls; skipped without a GPU.
+class CudaClockTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no CUDA device";
+    ASSERT_EQ(cudaStreamCreate(&m_stream), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&m_buffer, sizeof(float)), cudaSuccess);
+    auto made = make_cuda_clock(0, m_stream);
+    ASSERT_TRUE(made) << made.error();
+    m_clock = std::move(*made);
+  }
+  void TearDown() override {
+    m_clock.reset();
+    if (m_buffer != nullptr) cudaFree(m_buffer);
+    if (m_stream != nullptr) cudaStreamDestroy(m_stream);
+  }
+
+  // The median sample of `calls` timed calls of `call`.
+  ClockSample median_of(int calls, const std::function<void()>& call) {
+    std::vector<ClockSample> samples;
+    for (int i = 0; i < calls; ++i) {
+      m_clock->prepare();
+      m_clock->start();
+      call();
+      samples.push_back(m_clock->stop());
+    }
+    std::ranges::sort(samples, {}, [](const ClockSample& s) { return counted_us(s); });
+    return samples[samples.size() / 2];
+  }
+
+  cudaStream_t m_stream = nullptr;
+  void* m_buffer = nullptr;
+  std::unique_ptr<CallClock> m_clock;
+};
+
+void spin_host(std::chrono::microseconds duration) {
+  for (auto end = std::chrono::steady_clock::now() + duration; std::chrono::steady_clock::now() < end;) {
+  }
+}
+
+TEST_F(CudaClockTest, TheHostsLaunchOfTheCallIsNotCounted) {
+  // A call whose host side takes 30 us before it launches a tiny memset: from an idle device the device clock
+  // counted the 30 us; behind the hold it counts the memset.
+  ClockSample sample = median_of(21, [&] {
+    spin_host(std::chrono::microseconds(30));
+    cudaMemsetAsync(m_buffer, 0, sizeof(float), m_stream);
+  });
+  EXPECT_LT(sample.device_us, 20.0) << "the launch fell within the hold";
+  EXPECT_LT(counted_us(sample), 20.0) << "host clock, less the hold: " << sample.host_us;
+}
+
+TEST_F(CudaClockTest, WorkOnAnotherStreamStillCountsThroughTheHostClock) {
+  int sms = 0, threads = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, 0), cudaSuccess);
+  cudaStream_t side = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), cudaSuccess);
+  // 2 ms of the whole device on a stream the events do not see (EXPLOITS C1), and a tiny memset on the call's.
+  ClockSample sample = median_of(5, [&] {
+    hold_device(side, 2'000'000, sms, threads);
+    cudaMemsetAsync(m_buffer, 0, sizeof(float), m_stream);
+  });
+  cudaStreamDestroy(side);
+  EXPECT_GT(counted_us(sample), 1500.0) << "device " << sample.device_us << " us, host " << sample.host_us << " us";
+}
+
+#endif
 
 TEST(SpeedOfLightTest, FloorIsBytesOverBandwidth) {
   auto cpu = peak_bandwidth(Backend::cpu, 0);

@@ -56,7 +56,7 @@ step configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInf
 # BUILD_TARGETS (e.g. "ca-crawl ca-filter"): only those, for a call that runs no unit tests.
 # shellcheck disable=SC2086 # the targets are words
 step build cmake --build build-gpu -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS}
-step cuda_runner build-gpu/bin/ca_core_tests --gtest_filter="${RUNNER_TESTS:-CudaRunner*:CudaDigest*:CpuDevice*:Runner*:Protocol*:OutputRegion*}"
+step cuda_runner build-gpu/bin/ca_core_tests --gtest_filter="${RUNNER_TESTS:-CudaRunner*:CudaDigest*:CudaClock*:CpuDevice*:Runner*:Protocol*:OutputRegion*}"
 # The compiled baselines of the examples and the bench, in a few warm bridge processes rather than one cold one each.
 cat examples/candidates/cuda/tasks.jsonl bench/tasks.jsonl >"$OUT/baseline_tasks.jsonl"
 step precompile build-gpu/bin/ca-profile --precompile --backend cuda -j "${PRECOMPILE_JOBS:-4}" --tasks "$OUT/baseline_tasks.jsonl"
