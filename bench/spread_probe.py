@@ -20,7 +20,8 @@ variant, interleaved so that drift over time falls on every variant alike:
          fresh buffers' memory (fresh only)
 
 Each process prints its median; the table gives each variant's medians and their spread, (max - min) / median.
-Usage: bench/spread_probe.py [--procs 6] [--calls 60] [--variants write,read,none,fresh,moved] (sets: ask for it)
+Usage: bench/spread_probe.py [--procs 6] [--calls 60] [--variants write,read,none,fresh,moved] (the default set;
+sets, blocked, near and pair: ask for them)
 """
 import argparse
 import os

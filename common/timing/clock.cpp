@@ -103,7 +103,6 @@ class CudaClock final : public CallClock {
 
   void start() override {
     m_host_start = Steady::now();
-    // A failed launch (a lost context) leaves the launch counted, as before; the call that follows fails anyway.
     hold_device(m_stream, uint32_t(k_hold_us * 1000), m_sms, m_threads_per_sm);
     cudaEventRecord(m_start, m_stream);
   }

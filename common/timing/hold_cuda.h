@@ -12,7 +12,8 @@
 namespace ca {
 
 /// Queues the hold on `stream` for `nanoseconds` of the device's global timer, as many threads as `sms`
-/// multiprocessors of `threads_per_sm` resident threads each can hold. Returns the launch's error.
-cudaError_t hold_device(cudaStream_t stream, uint32_t nanoseconds, int sms, int threads_per_sm);
+/// multiprocessors of `threads_per_sm` resident threads each can hold. A launch that fails (a lost context) leaves
+/// the error for the call that follows, which fails with it.
+void hold_device(cudaStream_t stream, uint32_t nanoseconds, int sms, int threads_per_sm);
 
 }  // namespace ca
