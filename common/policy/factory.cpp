@@ -1,0 +1,45 @@
+#include "policy/factory.h"
+
+#include "policy/openai_policy.h"
+#include "policy/replay_policy.h"
+
+// The built-in policy is written beside this one; until its implementation (builtin_policy.cpp) is there, `builtin`
+// is an error rather than a link failure.
+#if __has_include("policy/builtin/builtin_policy.cpp")
+#include "policy/builtin/builtin_policy.h"
+#define CA_HAVE_BUILTIN_POLICY 1
+#endif
+
+namespace ca {
+
+std::expected<std::unique_ptr<Policy>, std::string> make_policy(const std::string& spec, const PolicyOptions& options) {
+  auto colon = spec.find(':');
+  std::string scheme = spec.substr(0, colon);
+  std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  if (scheme == "openai") {
+    if (rest.empty()) return std::unexpected("openai:URL needs the API base URL, e.g. openai:http://127.0.0.1:8000/v1");
+    return make_openai_policy(rest, options);
+  }
+  if (scheme == "replay") {
+    if (rest.empty()) return std::unexpected("replay:FILE needs a trajectory JSONL file");
+    auto trajectories = load_trajectories(rest);
+    if (!trajectories) return std::unexpected(trajectories.error());
+    return make_replay_policy(std::move(*trajectories), rest);
+  }
+  if (scheme == "builtin") {
+#ifdef CA_HAVE_BUILTIN_POLICY
+    BuiltinOptions builtin;
+    builtin.variants = options.builtin_variants;
+    return make_builtin_policy(builtin);
+#else
+    return std::unexpected("the builtin policy is not built into this ca-rollout yet (common/policy/builtin/)");
+#endif
+  }
+  if (scheme == "local") {
+    return std::unexpected("local:CKPT: the LibTorch model policy is not in this build yet; serve the checkpoint "
+                           "with an OpenAI-compatible server and use openai:URL");
+  }
+  return std::unexpected("unknown policy '" + spec + "': expected openai:URL, replay:FILE, builtin or local:CKPT");
+}
+
+}  // namespace ca
