@@ -44,8 +44,9 @@ std::expected<Json, std::string> workspace_candidate(const std::string& dir, con
   namespace fs = std::filesystem;
   auto task_text = read_file((fs::path(dir) / "task.json").string());
   if (!task_text) return std::unexpected(task_text.error() + " (not a workspace? make one with ca-sandbox create)");
-  Json task = Json::parse(*task_text, nullptr, false);
-  if (!task.is_object()) return std::unexpected(dir + "/task.json: invalid JSON");
+  auto task = parse_json(*task_text);
+  if (!task) return std::unexpected(dir + "/task.json: " + task.error());
+  if (!task->is_object()) return std::unexpected(dir + "/task.json: expected a JSON object");
   Json files = Json::object();
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(fs::path(dir) / "kernels", ec); !ec && it != fs::recursive_directory_iterator(); ++it) {
@@ -58,7 +59,7 @@ std::expected<Json, std::string> workspace_candidate(const std::string& dir, con
     files[fs::relative(it->path(), dir).string()] = *text;
   }
   if (files.empty()) return std::unexpected(dir + "/kernels: no kernel files yet");
-  return Json{{"kind", "candidate"}, {"task_id", task.value("id", "")}, {"task", task}, {"backend", backend}, {"files", files}};
+  return Json{{"kind", "candidate"}, {"task_id", task->value("id", "")}, {"task", *task}, {"backend", backend}, {"files", files}};
 }
 
 std::expected<std::map<std::string, std::string>, std::string> candidate_files(const Json& candidate) {

@@ -101,8 +101,9 @@ std::expected<Header, std::string> read_header(FILE* file, const std::string& pa
   std::string text(length, '\0');
   std::fseek(file, 8, SEEK_SET);
   if (std::fread(text.data(), 1, length, file) != length) return Error(path + ": cannot read the header");
-  Json json = Json::parse(text, nullptr, false);
-  if (json.is_discarded() || !json.is_object()) return Error(path + ": the header is not a JSON object");
+  auto parsed = parse_json(text);
+  if (!parsed || !parsed->is_object()) return Error(path + ": the header is not a JSON object");
+  Json json = std::move(*parsed);
   Header header;
   header.data_start = 8 + length;
   for (auto it = json.begin(); it != json.end(); ++it) {

@@ -62,6 +62,45 @@ std::string json_parse_error(const std::string& text) {
   return finder.message;
 }
 
+namespace {
+
+// Whether brackets outside strings nest deeper than `limit`; a scan without recursion, before any parse.
+bool nests_deeper_than(const std::string& text, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character, a quote perhaps
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::expected<Json, std::string> parse_json(const std::string& text) {
+  if (nests_deeper_than(text, k_max_json_depth)) {
+    return std::unexpected("JSON nested deeper than " + std::to_string(k_max_json_depth) + " levels");
+  }
+  Json value = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!value.is_discarded()) return value;
+  // One record is one line, so only the column says where.
+  std::string where = json_parse_error(text);
+  if (where.starts_with("line 1, ")) where.erase(0, 8);
+  return std::unexpected("invalid JSON: " + where);
+}
+
 JsonlReader::Status JsonlReader::next(Record& record, std::string& message) {
   for (;;) {
     m_buffer.clear();
@@ -77,14 +116,12 @@ JsonlReader::Status JsonlReader::next(Record& record, std::string& message) {
 
     record.file = m_name;
     record.line = m_line;
-    record.value = Json::parse(m_buffer, nullptr, /*allow_exceptions=*/false);
-    if (record.value.is_discarded()) {
-      // One record is one line, so only the column says where.
-      std::string where = json_parse_error(m_buffer);
-      if (where.starts_with("line 1, ")) where.erase(0, 8);
-      message = "invalid JSON: " + where;
+    auto parsed = parse_json(m_buffer);
+    if (!parsed) {
+      message = parsed.error();
       return Status::bad_record;
     }
+    record.value = std::move(*parsed);
     if (!record.value.is_object()) {
       message = std::string("expected a JSON object, got ") + record.value.type_name();
       return Status::bad_record;

@@ -28,6 +28,15 @@ struct Record {
 /// Where and why `text` is not valid JSON: "line 1, column 17: syntax error ...".
 std::string json_parse_error(const std::string& text);
 
+/// How deep arrays and objects may nest in any JSON the tools read. Copying,
+/// dumping and walking a value recurse once a level, so a line nested 200,000
+/// deep would overflow the stack of whatever touches it after the parse.
+inline constexpr int k_max_json_depth = 512;
+
+/// Parses untrusted JSON text. Returns the value, or an error ("invalid JSON: column 17: ...", "JSON nested deeper
+/// than 512 levels") and never throws. Every reader of data from outside the process uses this, not Json::parse.
+std::expected<Json, std::string> parse_json(const std::string& text);
+
 class JsonlReader {
  public:
   enum class Status { record, bad_record, end, io_error };

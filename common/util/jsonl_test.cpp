@@ -54,6 +54,30 @@ TEST(JsonlReaderTest, ReportsLineAndColumnOfBadRecordAndGoesOn) {
   EXPECT_EQ(record.value["b"], 2);
 }
 
+TEST(JsonlReaderTest, ANestingDeeperThanTheLimitIsABadRecordNotACrash) {
+  std::string deep = "{\"a\":" + std::string(200000, '[') + std::string(200000, ']') + "}";
+  std::string brackets_in_a_string = "{\"a\":\"" + std::string(600, '[') + "\\\"\"}";
+  auto reader = JsonlReader::open(write_text("deep.jsonl", deep + "\n" + brackets_in_a_string + "\n{\"b\":2}\n"));
+  ASSERT_TRUE(reader);
+  Record record;
+  std::string message;
+  ASSERT_EQ(reader->next(record, message), JsonlReader::Status::bad_record);
+  EXPECT_EQ(message, "JSON nested deeper than 512 levels");
+  ASSERT_EQ(reader->next(record, message), JsonlReader::Status::record) << message;
+  EXPECT_EQ(record.value["a"].get<std::string>().size(), 601u);
+  ASSERT_EQ(reader->next(record, message), JsonlReader::Status::record);
+}
+
+TEST(ParseJsonTest, AcceptsTheLimitAndRefusesOneMore) {
+  auto at_limit = parse_json(std::string(k_max_json_depth, '[') + std::string(k_max_json_depth, ']'));
+  EXPECT_TRUE(at_limit) << at_limit.error();
+  auto over = parse_json(std::string(k_max_json_depth + 1, '[') + std::string(k_max_json_depth + 1, ']'));
+  ASSERT_FALSE(over);
+  auto bad = parse_json("{\"a\":1,}");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().rfind("invalid JSON: column 8", 0), 0u) << bad.error();
+}
+
 TEST(JsonlReaderTest, MissingFileIsAnErrorNamingIt) {
   auto reader = JsonlReader::open("/nonexistent/x.jsonl");
   ASSERT_FALSE(reader);
