@@ -1,0 +1,119 @@
+#include "rollout/rollout.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "rollout/journal.h"
+#include "rollout/judge.h"
+#include "rollout/tools.h"
+#include "util/atomic_file.h"
+
+namespace ca {
+namespace {
+namespace fs = std::filesystem;
+
+TEST(ShardTest, ParsesAndSplitsEveryTaskIntoExactlyOneShard) {
+  EXPECT_EQ(parse_shard("2/5")->index, 2);
+  for (const char* bad : {"5/5", "-1/2", "1", "1/0", "a/b", "1/2x"}) EXPECT_FALSE(parse_shard(bad)) << bad;
+  int counts[3] = {0, 0, 0};
+  for (int i = 0; i < 300; ++i) {
+    int owners = 0;
+    for (int shard = 0; shard < 3; ++shard) {
+      if (in_shard("task/" + std::to_string(i), {shard, 3})) {
+        ++owners;
+        ++counts[shard];
+      }
+    }
+    EXPECT_EQ(owners, 1);
+  }
+  for (int count : counts) EXPECT_GT(count, 50);  // roughly even
+}
+
+TEST(EpisodeSeedTest, DiffersBySampleTaskAndRunSeed) {
+  EXPECT_EQ(episode_seed(1, "a", 0), episode_seed(1, "a", 0));
+  EXPECT_NE(episode_seed(1, "a", 0), episode_seed(1, "a", 1));
+  EXPECT_NE(episode_seed(1, "a", 0), episode_seed(1, "b", 0));
+  EXPECT_NE(episode_seed(1, "a", 0), episode_seed(2, "a", 0));
+}
+
+class JournalTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_path = (fs::path(::testing::TempDir()) / ("journal-" + std::to_string(::getpid()) + ".jsonl")).string();
+    fs::remove(m_path);
+  }
+  void TearDown() override { fs::remove(m_path); }
+  std::string m_path;
+};
+
+TEST_F(JournalTest, ResumesFromWhatIsThereAndDropsATornLastLine) {
+  {
+    auto journal = Journal::open(m_path, false);
+    ASSERT_TRUE(journal) << journal.error();
+    ASSERT_TRUE(journal->append({{"kind", "trajectory"}, {"task_id", "a"}, {"sample", 0}}));
+    ASSERT_TRUE(journal->append({{"kind", "trajectory"}, {"task_id", "a"}, {"sample", 1}}));
+  }
+  std::ofstream(m_path, std::ios::app) << R"({"kind": "trajectory", "task_id": "b", "sam)";
+  EXPECT_TRUE(Journal::open(m_path, false).error().find("pass --resume") != std::string::npos);
+  auto journal = Journal::open(m_path, true);
+  ASSERT_TRUE(journal) << journal.error();
+  EXPECT_EQ(journal->done(), (std::set<std::pair<std::string, int>>{{"a", 0}, {"a", 1}}));
+  ASSERT_TRUE(journal->append({{"kind", "trajectory"}, {"task_id", "b"}, {"sample", 0}}));
+  EXPECT_EQ(read_file(m_path).value(),
+            "{\"kind\":\"trajectory\",\"task_id\":\"a\",\"sample\":0}\n{\"kind\":\"trajectory\",\"task_id\":\"a\",\"sample\":1}\n"
+            "{\"kind\":\"trajectory\",\"task_id\":\"b\",\"sample\":0}\n");
+}
+
+TEST_F(JournalTest, NamesABrokenLineAndRefusesToResumeStdout) {
+  ASSERT_TRUE(write_file_atomic(m_path, "{\"kind\": \"trajectory\"}\nnot json\n"));
+  EXPECT_EQ(Journal::open(m_path, true).error(), m_path + ":2: not a JSON object");
+  EXPECT_TRUE(Journal::open("-", true).error().starts_with("--resume needs an output file"));
+}
+
+TEST(GlobMatchTest, MatchesWithinAndAcrossDirectories) {
+  EXPECT_TRUE(glob_match("kernels/*.cu", "kernels/a.cu"));
+  EXPECT_FALSE(glob_match("kernels/*.cu", "kernels/sub/a.cu"));
+  EXPECT_TRUE(glob_match("**/*.cu", "kernels/sub/a.cu"));
+  EXPECT_TRUE(glob_match("**/*.cu", "a.cu"));
+  EXPECT_FALSE(glob_match("*.py", "kernels/a.py"));
+  EXPECT_TRUE(glob_match("model.p?", "model.py"));
+}
+
+TEST(ToolboxTest, AnswersBadCallsWithErrorsThePolicyCanRead) {
+  ToolOptions options;
+  options.max_argument_bytes = 64;
+  Toolbox toolbox(::testing::TempDir(), options);
+  EXPECT_EQ(toolbox.call({"1", "nope", "{}"}).content,
+            "error: unknown tool 'nope': the tools are bash, str_replace_editor, glob, verify, profile, finish");
+  EXPECT_TRUE(toolbox.call({"2", "bash", "{\"command\": "}).content.starts_with("error: arguments are not valid JSON"));
+  EXPECT_EQ(toolbox.call({"3", "bash", "[1]"}).content, "error: arguments must be a JSON object");
+  EXPECT_EQ(toolbox.call({"4", "glob", "{}"}).content, "error: glob needs a string argument 'pattern'");
+  ToolResult big = toolbox.call({"5", "bash", std::string(100, ' ')});
+  EXPECT_FALSE(big.ok);
+  EXPECT_EQ(big.content, "error: the call's arguments are 100 bytes; at most 64 are accepted");
+  ToolResult finish = toolbox.call({"6", "finish", ""});
+  EXPECT_TRUE(finish.finish);
+  EXPECT_TRUE(finish.ok);
+}
+
+TEST(ToolboxTest, SaysSoWhenTheSandboxToolIsMissing) {
+  ToolOptions options;
+  options.bin_dir = "/no/such/dir";
+  Toolbox toolbox(::testing::TempDir(), options);
+  ToolResult result = toolbox.call({"1", "bash", "{\"command\": \"ls\"}"});
+  EXPECT_FALSE(result.ok);
+  EXPECT_TRUE(result.content.starts_with("error: cannot run /no/such/dir/ca-sandbox")) << result.content;
+}
+
+TEST(Base64Test, EncodesWithPadding) {
+  EXPECT_EQ(base64_encode(""), "");
+  EXPECT_EQ(base64_encode("f"), "Zg==");
+  EXPECT_EQ(base64_encode("fo"), "Zm8=");
+  EXPECT_EQ(base64_encode("foo"), "Zm9v");
+  EXPECT_EQ(base64_encode(std::string("\xff\x00", 2)), "/wA=");
+}
+
+}  // namespace
+}  // namespace ca
