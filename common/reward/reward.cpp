@@ -22,9 +22,10 @@ const char* rule_name(RewardRule rule) {
   return "?";
 }
 
+// Three decimals, or three significant digits for a speedup too large for them (1e40 is "1.00e+40", not cut off).
 std::string fixed(double value) {
   char text[32];
-  std::snprintf(text, sizeof text, "%.3f", value);
+  std::snprintf(text, sizeof text, value < 1e6 ? "%.3f" : "%.2e", value);
   return text;
 }
 

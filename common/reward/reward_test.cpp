@@ -33,6 +33,13 @@ TEST(RewardTest, PaperRule) {
   EXPECT_EQ(value_of(record(true, speeds(1.5, 1.06))), 3);
 }
 
+TEST(RewardTest, AHugeSpeedupIsWrittenWholeInTheReason) {
+  auto out = add_reward(record(true, speeds(1e40, 2e39)), {});
+  ASSERT_TRUE(out);
+  std::string reason = (*out)["reward"]["reason"];
+  EXPECT_NE(reason.find("speedup 1.00e+40x over eager, 2.00e+39x over compile"), std::string::npos) << reason;
+}
+
 TEST(RewardTest, NoCompileBaselineCapsAtTwoAndSaysWhy) {
   auto out = add_reward(record(true, speeds(3.0, 0)), {});
   ASSERT_TRUE(out);
