@@ -1,0 +1,386 @@
+// emit_kernel: a plan as one source file in the kernel ABI. Fused chains become inline functions evaluated at a
+// linear index; each step becomes a unit function (one output element, row or group) that the cpu backend runs
+// under OpenMP and the cuda backend runs one thread per unit; products go to a blocked OpenMP GEMM (cpu) or to
+// cuBLAS on ctx->stream (cuda), with the fused chains in their epilogue.
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "policy/builtin/emit_util.h"
+#include "policy/builtin/ops.h"
+#include "policy/builtin/graph.h"
+
+namespace ca::builtin {
+namespace {
+
+class Emitter {
+ public:
+  Emitter(const Plan& plan, Backend backend, const Variant& variant) : m_plan(plan), m_cuda(backend == Backend::cuda), m_variant(variant) {}
+
+  std::string run() {
+    prelude();
+    for (size_t v = 0; v < m_plan.vals.size(); ++v) value_function(static_cast<int>(v));
+    for (size_t s = 0; s < m_plan.steps.size(); ++s) step_function(m_plan.steps[s], static_cast<int>(s));
+    entry();
+    return m_out.str();
+  }
+
+ private:
+  bool stored(int v) const { return m_plan.vals[v].kind == ValKind::buffer || m_plan.vals[v].needs_buffer; }
+  static std::string id(int v) { return std::to_string(v); }
+  std::string ptr(int v) const {
+    while (m_plan.vals[v].kind == ValKind::alias && !stored(v)) v = m_plan.vals[v].args[0];
+    return "B.p" + id(v);
+  }
+
+  // The element of value v at linear index `index`.
+  std::string load(int v, const std::string& index) const {
+    const Val& val = m_plan.vals[v];
+    if (stored(v)) return "B.p" + id(v) + "[" + index + "]";
+    if (val.kind == ValKind::alias) return load(val.args[0], index);
+    return "ev" + id(v) + "(B, " + index + ")";
+  }
+
+  void prelude() {
+    m_out << "// Written by the built-in policy's kernel writer (" << m_variant.describe << ").\n";
+    m_out << "#include \"ca_kernel.h\"\n\n#include <math.h>\n#include <stdint.h>\n";
+    if (m_cuda) {
+      m_out << "#include <cublas_v2.h>\n#include <cuda_runtime.h>\n\n#define CA_FN __device__ __forceinline__\n";
+    } else {
+      m_out << "#include <omp.h>\n\n#define CA_FN static inline\n";
+    }
+    m_out << "typedef " << (m_variant.double_accumulators ? "double" : "float") << " acc_t;\n\n";
+    m_out << "struct Bufs {\n";
+    for (size_t v = 0; v < m_plan.vals.size(); ++v) {
+      if (stored(static_cast<int>(v))) m_out << "  float* p" << v << ";  // " << shape_text(m_plan.vals[v].shape) << "\n";
+    }
+    m_out << "};\n\n";
+  }
+
+  // ev<v>(B, i): a fused pointwise or permuted value at linear index i.
+  void value_function(int v) {
+    const Val& val = m_plan.vals[v];
+    if (val.kind != ValKind::pointwise && val.kind != ValKind::permute) return;
+    m_out << "CA_FN float ev" << v << "(const Bufs& B, int64_t i) {\n";
+    m_out << coordinates(val.shape, "i", "c");
+    if (val.kind == ValKind::permute) {
+      const std::vector<int64_t>& in_shape = m_plan.vals[val.args[0]].shape;
+      std::vector<int64_t> strides = contiguous_strides(in_shape);
+      std::string index = "0";
+      for (size_t d = 0; d < val.perm.size(); ++d) {
+        index += " + c" + std::to_string(d) + " * " + std::to_string(strides[val.perm[d]]) + "LL";
+      }
+      m_out << "  return " << load(val.args[0], index) << ";\n}\n\n";
+      return;
+    }
+    std::string expr = val.expr;
+    for (size_t a = 0; a < val.args.size(); ++a) {
+      const Val& arg = m_plan.vals[val.args[a]];
+      m_out << "  const float a" << a << " = " << load(val.args[a], broadcast_index(arg.shape, val.shape, val.align[a])) << ";\n";
+    }
+    for (size_t a = val.args.size(); a-- > 0;) expr = replace_all(expr, "$" + std::to_string(a), "a" + std::to_string(a));
+    m_out << "  return " << expr << ";\n}\n\n";
+  }
+
+  // Writes out[index] = value, then the epilogue's chains at the same index.
+  std::string store(const Step& step, const std::string& index, const std::string& value) const {
+    std::string text = "B.p" + id(step.out) + "[" + index + "] = " + value + ";";
+    for (int root : step.epilogue) text += " B.p" + id(root) + "[" + index + "] = ev" + id(root) + "(B, " + index + ");";
+    return text;
+  }
+
+  void step_function(const Step& step, int s) {
+    if (step.kind == StepKind::matmul) {
+      if (m_cuda) {
+        cuda_gemm(step, s);
+        return;
+      }
+      cpu_gemm(step, s);
+      return;
+    }
+    // The unit's body first: a reduction over scattered dims adds an index function the unit calls.
+    std::string before = m_out.str();
+    m_out.str("");
+    if (step.kind == StepKind::pointwise) m_out << "  " << store(step, "u", "ev" + id(step.out) + "(B, u)") << "\n";
+    if (step.kind == StepKind::reduce) reduce_unit(step, s);
+    if (step.kind == StepKind::softmax) softmax_unit(step);
+    if (step.kind == StepKind::norm) norm_unit(step);
+    std::string unit = m_out.str();
+    m_out.str("");
+    m_out << before << m_prefix << "CA_FN void unit" << s << "(const Bufs& B, int64_t u) {\n" << unit << "}\n\n";
+    m_prefix.clear();
+    units_runner(s, units_of(step));
+  }
+
+  int64_t units_of(const Step& step) const {
+    if (step.kind == StepKind::pointwise) return m_plan.vals[step.out].numel();
+    if (step.kind == StepKind::reduce || step.kind == StepKind::softmax) return step.outer * step.inner;
+    return step.outer;
+  }
+
+  void units_runner(int s, int64_t units) {
+    if (m_cuda) {
+      m_out << "__global__ void kernel" << s << "(Bufs B) {\n"
+            << "  for (int64_t u = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; u < " << units
+            << "LL; u += (int64_t)gridDim.x * blockDim.x) unit" << s << "(B, u);\n}\n\n";
+      m_out << "static int step" << s << "(const Bufs& B, ca_context* ctx) {\n"
+            << "  const int64_t blocks = (" << units << "LL + " << m_variant.block - 1 << ") / " << m_variant.block << ";\n"
+            << "  if (blocks > 0) kernel" << s << "<<<(unsigned)(blocks < 1048576 ? blocks : 1048576), " << m_variant.block
+            << ", 0, (cudaStream_t)ctx->stream>>>(B);\n  return 0;\n}\n\n";
+      return;
+    }
+    m_out << "static int step" << s << "(const Bufs& B, ca_context*, int threads) {\n"
+          << "#pragma omp parallel for schedule(static) num_threads(threads)\n"
+          << "  for (int64_t u = 0; u < " << units << "LL; ++u) unit" << s << "(B, u);\n  return 0;\n}\n\n";
+  }
+
+  // The input index of element r of unit u of a reduction.
+  std::string reduce_index(const Step& step, int s) {
+    if (!step.general_dims) return strided_index(step.extent, step.inner, "u", "r");
+    const std::vector<int64_t>& shape = m_plan.vals[step.in].shape;
+    std::vector<int64_t> strides = contiguous_strides(shape);
+    std::vector<int64_t> kept_shape, reduced_shape, kept_strides, reduced_strides;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      bool reduced = std::ranges::find(step.reduce_dims, static_cast<int>(d)) != step.reduce_dims.end();
+      (reduced ? reduced_shape : kept_shape).push_back(shape[d]);
+      (reduced ? reduced_strides : kept_strides).push_back(strides[d]);
+    }
+    std::ostringstream fn;
+    fn << "CA_FN int64_t rindex" << s << "(int64_t u, int64_t r) {\n" << coordinates(kept_shape, "u", "k")
+       << coordinates(reduced_shape, "r", "q") << "  return 0";
+    for (size_t d = 0; d < kept_shape.size(); ++d) fn << " + k" << d << " * " << kept_strides[d] << "LL";
+    for (size_t d = 0; d < reduced_shape.size(); ++d) fn << " + q" << d << " * " << reduced_strides[d] << "LL";
+    fn << ";\n}\n\n";
+    m_prefix += fn.str();
+    return "rindex" + std::to_string(s) + "(u, r)";
+  }
+
+  void reduce_unit(const Step& step, int s) {
+    std::string index = reduce_index(step, s);
+    std::string n = std::to_string(step.extent) + "LL";
+    std::string x = load(step.in, index);
+    auto loop = [&](const std::string& body) { return "  for (int64_t r = 0; r < " + n + "; ++r) { const float x = " + x + "; " + body + " }\n"; };
+    std::ostringstream body;
+    const std::string& op = step.op;
+    if (op == "sum" || op == "mean" || op == "prod") {
+      body << "  acc_t s = " << (op == "prod" ? "1" : "0") << ";\n" << loop(op == "prod" ? "s *= x;" : "s += x;");
+      body << "  const float result = (float)(s" << (op == "mean" ? " / (acc_t)" + n : "") << ");\n";
+    }
+    if (op == "amax" || op == "amin") {
+      std::string cmp = op == "amax" ? ">" : "<";
+      body << "  float m = " << (op == "amax" ? "-INFINITY" : "INFINITY") << ";\n"
+           << loop("if (x " + cmp + " m || x != x) m = x;") << "  const float result = m;\n";
+    }
+    if (op == "logsumexp") {
+      body << "  float m = -INFINITY;\n" << loop("if (x > m) m = x;") << "  acc_t s = 0;\n"
+           << loop("s += expf(x - m);") << "  const float result = isinf(m) ? m : m + (float)log((double)s);\n";
+    }
+    if (op == "norm") norm_reduction(step.p, loop, body);
+    if (op == "var" || op == "std") {
+      body << "  acc_t s = 0;\n" << loop("s += x;") << "  const acc_t mean = s / (acc_t)" << n << ";\n  acc_t q = 0;\n"
+           << loop("const acc_t d = x - mean; q += d * d;") << "  const double dof = (double)" << n << " - "
+           << step.p << ";\n  const double var = (double)q / (dof > 0 ? dof : 0);\n"
+           << "  const float result = (float)" << (op == "std" ? "sqrt(var)" : "var") << ";\n";
+    }
+    m_out << body.str() << "  " << store(step, "u", "result") << "\n";
+  }
+
+  template <typename Loop>
+  static void norm_reduction(double p, const Loop& loop, std::ostringstream& body) {
+    if (p == 2) {
+      body << "  acc_t s = 0;\n" << loop("s += (acc_t)x * x;") << "  const float result = (float)sqrt((double)s);\n";
+      return;
+    }
+    if (std::isinf(p)) {
+      body << "  float m = " << (p > 0 ? "0.f" : "INFINITY") << ";\n"
+           << loop(std::string("if (fabsf(x) ") + (p > 0 ? ">" : "<") + " m) m = fabsf(x);") << "  const float result = m;\n";
+      return;
+    }
+    if (p == 0) {
+      body << "  acc_t s = 0;\n" << loop("s += (x != 0.f);") << "  const float result = (float)s;\n";
+      return;
+    }
+    if (p == 1) {
+      body << "  acc_t s = 0;\n" << loop("s += fabsf(x);") << "  const float result = (float)s;\n";
+      return;
+    }
+    body << "  acc_t s = 0;\n" << loop("s += pow((double)fabsf(x), " + std::to_string(p) + ");")
+         << "  const float result = (float)pow((double)s, 1.0 / " << std::to_string(p) << ");\n";
+  }
+
+  void softmax_unit(const Step& step) {
+    std::string index = strided_index(step.extent, step.inner, "u", "r");
+    std::string n = std::to_string(step.extent) + "LL";
+    std::string x = load(step.in, index);
+    m_out << "  float m = -INFINITY;\n  for (int64_t r = 0; r < " << n << "; ++r) { const float x = " << x
+          << "; if (x > m) m = x; }\n  acc_t s = 0;\n  for (int64_t r = 0; r < " << n << "; ++r) s += expf(" << x
+          << " - m);\n";
+    std::string value = step.op == "softmax" ? "expf(" + x + " - m) * inv" : "(" + x + " - m) - lse";
+    m_out << "  const float inv = (float)(1.0 / (double)s);\n  const float lse = (float)log((double)s);\n  (void)inv; (void)lse;\n"
+          << "  for (int64_t r = 0; r < " << n << "; ++r) { const int64_t idx = " << index << "; "
+          << store(step, "idx", value) << " }\n";
+  }
+
+  // Norms: statistics over the unit's elements, then (x - mean) * rstd * weight + bias per element.
+  void norm_unit(const Step& step) {
+    const std::string n = std::to_string(step.extent) + "LL";
+    std::string index = "u * " + n + " + r";
+    std::string channel = "r";
+    if (step.op == "group") {
+      int64_t per_group = step.extent / step.inner;
+      channel = "(u % " + std::to_string(step.groups) + "LL) * " + std::to_string(per_group) + "LL + r / " +
+                std::to_string(step.inner) + "LL";
+    }
+    if (step.op == "batch") {
+      const int64_t channels = step.outer;
+      index = "(r / " + std::to_string(step.inner) + "LL) * " + std::to_string(channels * step.inner) + "LL + u * " +
+              std::to_string(step.inner) + "LL + r % " + std::to_string(step.inner) + "LL";
+      channel = "u";
+    }
+    std::string x = load(step.in, "(" + index + ")");
+    std::string loop = "  for (int64_t r = 0; r < " + n + "; ++r) ";
+    if (step.op == "rms") {
+      m_out << "  acc_t q = 0;\n" << loop << "{ const float x = " << x << "; q += (acc_t)x * x; }\n"
+            << "  const float mean = 0.f;\n  const float rstd = (float)(1.0 / sqrt((double)q / " << n << " + "
+            << float_literal(step.eps) << "));\n";
+    }
+    if (step.op != "rms") {
+      m_out << "  acc_t s = 0;\n" << loop << "s += " << x << ";\n  const acc_t mean_acc = s / (acc_t)" << n
+            << ";\n  acc_t q = 0;\n" << loop << "{ const acc_t d = " << x << " - mean_acc; q += d * d; }\n"
+            << "  const float mean = (float)mean_acc;\n  const float rstd = (float)(1.0 / sqrt((double)q / " << n << " + "
+            << float_literal(step.eps) << "));\n";
+    }
+    std::string value = "(" + x + " - mean) * rstd";
+    if (step.weight >= 0) value += " * " + load(step.weight, "(" + channel + ")");
+    if (step.bias >= 0) value += " + " + load(step.bias, "(" + channel + ")");
+    m_out << loop << "{ const int64_t idx = " << index << "; " << store(step, "idx", value) << " }\n";
+  }
+
+  void cpu_gemm(const Step& step, int s) {
+    const int64_t tm = std::min(m_variant.tile_m, round_up(step.m, 4));
+    const int64_t tn = std::min(m_variant.tile_n, round_up(step.n, 8));
+    const int64_t tk = std::min(m_variant.tile_k, step.k);
+    const int64_t mt = (step.m + tm - 1) / tm, nt = (step.n + tn - 1) / tn;
+    auto l = [](int64_t v) { return std::to_string(v) + "LL"; };
+    std::string b_index = step.b_transposed ? "(j0 + j) * " + l(step.k) + " + k0 + k" : "(k0 + k) * " + l(step.n) + " + j0 + j";
+    m_out << "static int step" << s << "(const Bufs& B, ca_context*, int threads) {\n"
+          << "#pragma omp parallel num_threads(threads)\n  {\n"
+          << "    static float bt_[" << tk << "][" << tn << "] __attribute__((aligned(64)));\n"
+          << "#pragma omp threadprivate(bt_)\n"
+          << "    float acc[" << tm << "][" << tn << "] __attribute__((aligned(64)));\n"
+          << "#pragma omp for schedule(static)\n"
+          << "    for (int64_t tile = 0; tile < " << l(step.batch * mt * nt) << "; ++tile) {\n"
+          << "      const int64_t b = tile / " << l(mt * nt) << ", i0 = (tile / " << l(nt) << ") % " << l(mt) << " * " << l(tm)
+          << ", j0 = tile % " << l(nt) << " * " << l(tn) << ";\n"
+          << "      const int64_t in = " << l(step.m) << " - i0 < " << l(tm) << " ? " << l(step.m) << " - i0 : " << l(tm) << ";\n"
+          << "      const int64_t jn = " << l(step.n) << " - j0 < " << l(tn) << " ? " << l(step.n) << " - j0 : " << l(tn) << ";\n"
+          << "      const float* A = " << ptr(step.a) << " + b * " << l(step.a_batch_stride) << ";\n"
+          << "      const float* W = " << ptr(step.b) << " + b * " << l(step.b_batch_stride) << ";\n"
+          << "      for (int64_t i = 0; i < " << l(tm) << "; ++i)\n        for (int64_t j = 0; j < " << l(tn) << "; ++j) acc[i][j] = 0.f;\n"
+          << "      for (int64_t k0 = 0; k0 < " << l(step.k) << "; k0 += " << l(tk) << ") {\n"
+          << "        const int64_t kn = " << l(step.k) << " - k0 < " << l(tk) << " ? " << l(step.k) << " - k0 : " << l(tk) << ";\n"
+          << "        for (int64_t k = 0; k < kn; ++k)\n          for (int64_t j = 0; j < " << l(tn)
+          << "; ++j) bt_[k][j] = j < jn ? W[" << b_index << "] : 0.f;\n"
+          << "        for (int64_t i = 0; i < in; ++i) {\n"
+          << "          const float* ar = A + (i0 + i) * " << l(step.k) << " + k0;\n"
+          << "          float* a = acc[i];\n"
+          << "          for (int64_t k = 0; k < kn; ++k) {\n            const float xv = ar[k];\n            const float* wr = bt_[k];\n"
+          << "#pragma omp simd\n            for (int64_t j = 0; j < " << l(tn) << "; ++j) a[j] += xv * wr[j];\n          }\n        }\n      }\n"
+          << "      for (int64_t i = 0; i < in; ++i)\n        for (int64_t j = 0; j < jn; ++j) {\n"
+          << "          const int64_t idx = b * " << l(step.m * step.n) << " + (i0 + i) * " << l(step.n) << " + j0 + j;\n"
+          << "          " << store(step, "idx", float_literal(step.alpha) + " * acc[i][j]") << "\n        }\n    }\n  }\n  return 0;\n}\n\n";
+  }
+
+  void cuda_gemm(const Step& step, int s) {
+    auto l = [](int64_t v) { return std::to_string(v) + "LL"; };
+    int64_t total = step.batch * step.m * step.n;
+    if (!step.epilogue.empty()) {
+      m_out << "__global__ void epilogue" << s << "(Bufs B) {\n"
+            << "  for (int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; idx < " << l(total)
+            << "; idx += (int64_t)gridDim.x * blockDim.x) {";
+      for (int root : step.epilogue) m_out << " B.p" << root << "[idx] = ev" << root << "(B, idx);";
+      m_out << " }\n}\n\n";
+    }
+    // Row-major C = A op(B) is column-major C^T = op(B)^T A^T: cuBLAS gets B first.
+    m_out << "static int step" << s << "(const Bufs& B, ca_context* ctx) {\n"
+          << "  if (ctx->cublas == NULL) return 10;\n"
+          << "  const float alpha = " << float_literal(step.alpha) << ", beta = 0.f;\n"
+          << "  cublasStatus_t status = cublasSgemmStridedBatched((cublasHandle_t)ctx->cublas, "
+          << (step.b_transposed ? "CUBLAS_OP_T" : "CUBLAS_OP_N") << ", CUBLAS_OP_N, " << step.n << ", " << step.m << ", "
+          << step.k << ", &alpha, " << ptr(step.b) << ", " << (step.b_transposed ? step.k : step.n) << ", "
+          << l(step.b_batch_stride) << ", " << ptr(step.a) << ", " << step.k << ", " << l(step.a_batch_stride)
+          << ", &beta, B.p" << step.out << ", " << step.n << ", " << l(step.m * step.n) << ", " << step.batch << ");\n"
+          << "  if (status != CUBLAS_STATUS_SUCCESS) return 11;\n";
+    if (!step.epilogue.empty()) {
+      m_out << "  const int64_t blocks = (" << l(total) << " + " << m_variant.block - 1 << ") / " << m_variant.block << ";\n"
+            << "  epilogue" << s << "<<<(unsigned)(blocks < 1048576 ? blocks : 1048576), " << m_variant.block
+            << ", 0, (cudaStream_t)ctx->stream>>>(B);\n";
+    }
+    m_out << "  return 0;\n}\n\n";
+  }
+
+  void entry() {
+    std::ostringstream body;
+    int n_outputs = static_cast<int>(m_plan.outputs.size());
+    body << "extern \"C\" int ca_forward(ca_context* ctx, const ca_tensor* inputs, int n_inputs, ca_tensor* outputs, "
+            "int n_outputs) {\n"
+         << "  if (ctx == NULL || outputs == NULL || n_inputs != " << m_plan.n_inputs << " || n_outputs != " << n_outputs
+         << ") return 1;\n  if (n_inputs > 0 && inputs == NULL) return 1;\n";
+    for (size_t v = 0; v < m_plan.vals.size(); ++v) {
+      const Val& val = m_plan.vals[v];
+      if (val.input >= 0) body << check("inputs[" + std::to_string(val.input) + "]", val.shape);
+      if (val.output >= 0) body << check("outputs[" + std::to_string(val.output) + "]", val.shape);
+    }
+    body << "  Bufs B;\n";
+    int64_t scratch = 0;
+    std::ostringstream scratch_ptrs;
+    for (size_t v = 0; v < m_plan.vals.size(); ++v) {
+      const Val& val = m_plan.vals[v];
+      if (!stored(static_cast<int>(v))) continue;
+      if (val.input >= 0) body << "  B.p" << v << " = (float*)inputs[" << val.input << "].data;\n";
+      if (val.output >= 0) body << "  B.p" << v << " = (float*)outputs[" << val.output << "].data;\n";
+      if (val.input >= 0 || val.output >= 0) continue;
+      scratch_ptrs << "  B.p" << v << " = scratch + " << scratch << "LL;\n";
+      scratch += round_up(std::max<int64_t>(val.numel(), 1), 16);
+    }
+    if (scratch > 0) {
+      body << "  float* scratch = (float*)ctx->workspace(ctx, " << scratch * 4 << "ULL);\n  if (scratch == NULL) return 3;\n"
+           << scratch_ptrs.str();
+    }
+    if (!m_cuda) body << "  const int threads = ctx->num_threads > 0 ? ctx->num_threads : omp_get_max_threads();\n";
+    body << "  int status = 0;\n";
+    for (size_t s = 0; s < m_plan.steps.size(); ++s) {
+      body << "  if ((status = step" << s << "(B, ctx" << (m_cuda ? "" : ", threads") << ")) != 0) return status;\n";
+    }
+    if (m_cuda) body << "  return cudaGetLastError() == cudaSuccess ? 0 : 5;\n}\n";
+    if (!m_cuda) body << "  return 0;\n}\n";
+    m_out << body.str();
+  }
+
+  // Fails the call (2) unless the tensor is float32 with this shape, contiguous.
+  static std::string check(const std::string& t, const std::vector<int64_t>& shape) {
+    std::ostringstream out;
+    out << "  if (" << t << ".dtype != CA_FLOAT32 || " << t << ".ndim != " << shape.size() << ") return 2;\n";
+    std::vector<int64_t> strides = contiguous_strides(shape);
+    for (size_t d = 0; d < shape.size(); ++d) {
+      out << "  if (" << t << ".shape[" << d << "] != " << shape[d] << " || (" << shape[d] << " > 1 && " << t << ".strides["
+          << d << "] != " << strides[d] << ")) return 2;\n";
+    }
+    out << "  if (" << t << ".data == NULL && " << product_of(shape) << " > 0) return 2;\n";
+    return out.str();
+  }
+
+  const Plan& m_plan;
+  bool m_cuda;
+  Variant m_variant;
+  std::ostringstream m_out;
+  std::string m_prefix;
+};
+
+}  // namespace
+
+std::string emit_kernel(const Plan& plan, Backend backend, const Variant& variant) {
+  return Emitter(plan, backend, variant).run();
+}
+
+}  // namespace ca::builtin

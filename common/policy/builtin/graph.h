@@ -1,0 +1,93 @@
+// The kernel writer's plan of a program: every value with its shape and how it is had (a buffer, an expression
+// evaluated where it is read, a permuted or reshaped view), and the steps that fill buffers, in program order.
+// lower_program builds it (graph.cpp); emit_kernel writes it as source (emit.cpp).
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <string>
+#include <vector>
+
+#include "ir/backend.h"
+#include "ir/program.h"
+#include "policy/builtin/kernel_writer.h"
+
+namespace ca::builtin {
+
+enum class ValKind {
+  buffer,     // memory: an input or param, a program output, or scratch from ctx->workspace
+  pointwise,  // expr over args, evaluated per element where it is read (fused)
+  permute,    // args[0] with its dims permuted (transpose, permute), read through index math
+  alias,      // args[0] under another shape, same elements in the same order (view, reshape, flatten, ...)
+};
+
+struct Val {
+  std::vector<int64_t> shape;
+  ValKind kind = ValKind::buffer;
+  int input = -1;   // position among inputs then params
+  int output = -1;  // position among the program's outputs, when this buffer is one
+  int node = -1;    // the node that makes it; -1 for inputs and params
+  // pointwise: C expression over $0, $1, ... (the args, as float), and per arg the output dim its dim 0 lines up
+  // with (-1: right-aligned, numpy broadcasting)
+  std::string expr;
+  std::vector<int> args;
+  std::vector<int> align;
+  std::vector<int> perm;  // permute: output dim d is input dim perm[d]
+  bool needs_buffer = false;
+  int64_t numel() const;
+};
+
+enum class StepKind { pointwise, reduce, softmax, norm, matmul };
+
+struct Step {
+  StepKind kind = StepKind::pointwise;
+  int node = -1;
+  int out = -1;  // the value this step writes
+  int in = -1;   // reduce/softmax/norm: the value read
+  std::string op;  // reduce: sum mean prod amax amin logsumexp norm var std; softmax: softmax log_softmax;
+                   // norm: rows rms group batch
+  // reduce/softmax/norm rows: the input as [outer, extent, inner]; general_dims for a reduction over dims that are
+  // not one contiguous block
+  int64_t outer = 1, extent = 1, inner = 1;
+  std::vector<int> reduce_dims;
+  bool general_dims = false;
+  double p = 2;            // norm's order; var/std's correction
+  double eps = 0;
+  int weight = -1, bias = -1;  // norm affine params; matmul bias (indexed by the output column)
+  int64_t groups = 1;          // group norm
+  // matmul: out[b] = alpha * A[b] @ op(B[b]) (+ bias) (+ beta * addend), B stored [K,N] or, transposed, [N,K]
+  int a = -1, b = -1, addend = -1;
+  int64_t batch = 1, m = 1, n = 1, k = 1, a_batch_stride = 0, b_batch_stride = 0;
+  bool b_transposed = false;
+  double alpha = 1, beta = 1;
+  std::vector<int> epilogue;  // pointwise values of out's shape computed where out is written
+};
+
+struct Plan {
+  std::vector<Val> vals;
+  std::vector<Step> steps;
+  std::vector<int> outputs;  // the value of each program output (a buffer whose output field is its position)
+  int n_inputs = 0;          // inputs then params
+  std::vector<std::string> patterns;
+};
+
+/// Infers shapes, fuses pointwise chains into their readers, and orders the steps. Returns one Uncovered per
+/// node outside the patterns.
+std::expected<Plan, std::vector<Uncovered>> lower_program(const Program& program);
+
+/// What one variant of a backend changes.
+struct Variant {
+  int64_t tile_m = 64, tile_n = 64, tile_k = 256;  // cpu matmul tiles
+  int block = 256;                                  // cuda threads per block
+  bool double_accumulators = true;                  // reductions, norms and softmax sums
+  std::string describe;
+};
+
+/// The variant `index` of `backend`, modulo their count.
+Variant variant_of(Backend backend, int index);
+int variant_count(Backend backend);
+
+/// The kernel's source for `plan`.
+std::string emit_kernel(const Plan& plan, Backend backend, const Variant& variant);
+
+}  // namespace ca::builtin

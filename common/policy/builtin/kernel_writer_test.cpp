@@ -1,0 +1,204 @@
+// The kernel writer: coverage and reasons from the IR, and kernels that pass the real ca-verify on the cpu backend
+// (and compile with nvcc for sm_90 where the CUDA toolkit is installed).
+#include "policy/builtin/kernel_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include "util/subprocess.h"
+
+namespace ca {
+namespace {
+
+namespace fs = std::filesystem;
+
+Program program_of(const std::string& text) {
+  auto program = parse_program(Json::parse(text));
+  EXPECT_TRUE(program.has_value()) << program.error();
+  return *program;
+}
+
+// A temporary directory removed at the end of the test.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char pattern[] = "/tmp/ca-builtin-XXXXXX";
+    path = mkdtemp(pattern);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+// Runs build/bin/ca-verify on one candidate per program (cpu backend) and returns each verify record.
+std::vector<Json> verify_on_cpu(const std::vector<std::pair<std::string, std::string>>& tasks, int variant) {
+  TempDir dir;
+  std::ofstream candidates(dir.path / "candidates.jsonl");
+  for (const auto& [name, text] : tasks) {
+    auto written = write_kernel(program_of(text), Backend::cpu, variant);
+    EXPECT_TRUE(written.has_value()) << name << ": " << (written ? "" : written.error()[0].reason);
+    if (!written) continue;
+    Json task = {{"kind", "task"}, {"id", name}, {"source", "hand"}, {"level", 1}, {"seed", 7}, {"program", Json::parse(text)}};
+    if (const char* dump = std::getenv("CA_BUILTIN_DUMP"); dump != nullptr) {  // for reading a failing kernel
+      for (const auto& [path, source] : written->files) std::ofstream(fs::path(dump) / (name + "." + std::to_string(variant) + ".cpp")) << source;
+    }
+    Json files = Json::object();
+    for (const auto& [path, source] : written->files) files[path] = source;
+    Json candidate = {{"kind", "candidate"}, {"id", name}, {"task_id", name}, {"task", task}, {"backend", "cpu"}, {"files", files}};
+    candidates << candidate.dump() << "\n";
+  }
+  candidates.close();
+  SubprocessOptions options;
+  options.timeout = std::chrono::minutes(20);
+  auto result = run_subprocess({std::string(CA_BIN_DIR) + "/ca-verify", "-q", "--trials", "2", (dir.path / "candidates.jsonl").string()}, options);
+  EXPECT_TRUE(result.has_value());
+  std::vector<Json> verdicts;
+  if (!result) return verdicts;
+  std::istringstream lines(result->out);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty()) verdicts.push_back(Json::parse(line));
+  }
+  EXPECT_EQ(verdicts.size(), tasks.size()) << result->err;
+  return verdicts;
+}
+
+// One program per pattern, each with broadcasting, scalar args and fusion where the pattern has them.
+const std::vector<std::pair<std::string, std::string>> k_pattern_tasks = {
+    {"elementwise_chain",
+     R"({"inputs":[{"name":"x","dtype":"float32","shape":[64,33,17]},{"name":"y","dtype":"float32","shape":[33,1]}],
+         "nodes":[{"op":"aten::mul.Tensor","args":["%x","%y"],"out":["a"]},
+                  {"op":"aten::leaky_relu","args":["%a",0.2],"out":["b"]},
+                  {"op":"aten::gelu","args":["%b"],"kwargs":{"approximate":"tanh"},"out":["c"]},
+                  {"op":"aten::add.Scalar","args":["%c",1.5],"kwargs":{"alpha":2},"out":["d"]},
+                  {"op":"aten::hardtanh","args":["%d",-1.0,4.0],"out":["e"]}],
+         "outputs":["e"]})"},
+    {"softmax_sum",
+     R"({"inputs":[{"name":"x","dtype":"float32","shape":[16,40,24]}],
+         "nodes":[{"op":"aten::exp","args":["%x"],"out":["e"]},
+                  {"op":"aten::softmax.int","args":["%e",1],"out":["s"]},
+                  {"op":"aten::sum.dim_IntList","args":["%s",[0,2]],"kwargs":{"keepdim":true},"out":["r"]},
+                  {"op":"aten::log_softmax.int","args":["%x",-1],"out":["l"]},
+                  {"op":"aten::mul.Tensor","args":["%l","%r"],"out":["y"]}],
+         "outputs":["y","r"]})"},
+    {"reductions",
+     R"({"inputs":[{"name":"x","dtype":"float32","shape":[12,30,20]}],
+         "nodes":[{"op":"aten::logsumexp","args":["%x",[1]],"out":["a"]},
+                  {"op":"aten::amax","args":["%x",[2]],"kwargs":{"keepdim":true},"out":["b"]},
+                  {"op":"aten::linalg_vector_norm","args":["%x",2,[1,2]],"out":["c"]},
+                  {"op":"aten::var.correction","args":["%x",[0]],"out":["v"]},
+                  {"op":"aten::mean.dim","args":["%b",[1]],"out":["m"]},
+                  {"op":"aten::add.Tensor","args":["%a","%m"],"out":["y"]}],
+         "outputs":["y","c","v"]})"},
+    {"norms",
+     R"({"inputs":[{"name":"x","dtype":"float32","shape":[4,8,6,5]}],
+         "params":[{"name":"g","dtype":"float32","shape":[5]},{"name":"w","dtype":"float32","shape":[8]},
+                   {"name":"b","dtype":"float32","shape":[8],"init":{"uniform":[-0.5,0.5]}},
+                   {"name":"rm","dtype":"float32","shape":[8],"init":{"uniform":[-0.2,0.2]}},
+                   {"name":"rv","dtype":"float32","shape":[8],"init":{"uniform":[0.5,1.5]}}],
+         "nodes":[{"op":"aten::layer_norm","args":["%x",[5],"%g",null,1e-5],"out":["l"]},
+                  {"op":"aten::group_norm","args":["%l",4,"%w","%b",1e-5],"out":["gn"]},
+                  {"op":"aten::batch_norm","args":["%gn","%w","%b","%rm","%rv",false,0.1,1e-5,false],"out":["bn"]},
+                  {"op":"aten::rms_norm","args":["%bn",[6,5],null,null],"out":["r"]},
+                  {"op":"aten::instance_norm","args":["%r",null,null,null,null,true,0.1,1e-5,false],"out":["i"]},
+                  {"op":"aten::batch_norm","args":["%i","%w",null,null,null,true,0.1,1e-5,false],"out":["y"]}],
+         "outputs":["y"]})"},
+    {"linear_epilogue",
+     R"({"inputs":[{"name":"x","dtype":"float32","shape":[3,37,70]}],
+         "params":[{"name":"w","dtype":"float32","shape":[45,70]},{"name":"b","dtype":"float32","shape":[45]}],
+         "nodes":[{"op":"aten::linear","args":["%x","%w","%b"],"out":["t"]},
+                  {"op":"aten::silu","args":["%t"],"out":["s"]},
+                  {"op":"aten::mul.Scalar","args":["%s",0.5],"out":["y"]}],
+         "outputs":["y"]})"},
+    {"matmuls",
+     R"({"inputs":[{"name":"a","dtype":"float32","shape":[5,19,23]},{"name":"b","dtype":"float32","shape":[23,31]},
+                   {"name":"c","dtype":"float32","shape":[5,23,13]},{"name":"d","dtype":"float32","shape":[19,13]},
+                   {"name":"e","dtype":"float32","shape":[19,1]},{"name":"m1","dtype":"float32","shape":[19,23]},
+                   {"name":"m2","dtype":"float32","shape":[23,13]}],
+         "nodes":[{"op":"aten::matmul","args":["%a","%b"],"out":["ab"]},
+                  {"op":"aten::bmm","args":["%a","%c"],"out":["ac"]},
+                  {"op":"aten::transpose.int","args":["%ab",1,2],"out":["abt"]},
+                  {"op":"aten::baddbmm","args":["%e","%ab","%abt"],"kwargs":{"beta":0.5,"alpha":0.25},"out":["g"]},
+                  {"op":"aten::sum.dim_IntList","args":["%g",[2]],"out":["gs"]},
+                  {"op":"aten::addmm","args":["%d","%m1","%m2"],"kwargs":{"alpha":-1.5},"out":["bad"]},
+                  {"op":"aten::relu","args":["%ac"],"out":["y"]}],
+         "outputs":["y","gs","bad"]})"},
+};
+
+TEST(KernelWriterTest, NamesEveryUncoveredNodeWithItsReason) {
+  Program program = program_of(R"({"inputs":[{"name":"x","dtype":"float32","shape":[8,16]}],
+      "nodes":[{"op":"aten::relu","args":["%x"],"out":["r"]},
+               {"op":"aten::cumsum","args":["%r",1],"out":["c"]},
+               {"op":"aten::exp","args":["%c"],"out":["e"]},
+               {"op":"aten::gelu","args":["%r"],"kwargs":{"approximate":"cubic"},"out":["g"]}],
+      "outputs":["e","g"]})");
+  auto written = write_kernel(program, Backend::cpu, 0);
+  ASSERT_FALSE(written.has_value());
+  // exp reads cumsum's output: only the root causes are named.
+  ASSERT_EQ(written.error().size(), 2u);
+  EXPECT_EQ(written.error()[0].node, 1);
+  EXPECT_EQ(written.error()[0].op, "aten::cumsum");
+  EXPECT_EQ(written.error()[1].node, 3);
+  EXPECT_NE(written.error()[1].reason.find("cubic"), std::string::npos);
+}
+
+TEST(KernelWriterTest, RefusesTensorsThatAreNotFloat32) {
+  Program program = program_of(R"({"inputs":[{"name":"x","dtype":"float64","shape":[8]}],
+      "nodes":[{"op":"aten::relu","args":["%x"],"out":["r"]}],"outputs":["r"]})");
+  auto written = write_kernel(program, Backend::cpu, 0);
+  ASSERT_FALSE(written.has_value());
+  EXPECT_NE(written.error()[0].reason.find("float64"), std::string::npos);
+}
+
+TEST(KernelWriterTest, VariantsDifferAndCycle) {
+  Program program = program_of(k_pattern_tasks[4].second);
+  auto first = write_kernel(program, Backend::cpu, 0);
+  auto second = write_kernel(program, Backend::cpu, 1);
+  auto again = write_kernel(program, Backend::cpu, kernel_variant_count(Backend::cpu));
+  ASSERT_TRUE(first && second && again);
+  EXPECT_NE(first->files, second->files);
+  EXPECT_EQ(first->files, again->files);
+  EXPECT_EQ(first->patterns, (std::vector<std::string>{"matmul", "elementwise"}));
+}
+
+TEST(KernelWriterTest, CudaKernelsCallCublasAndNoHostLoops) {
+  auto written = write_kernel(program_of(k_pattern_tasks[4].second), Backend::cuda, 0);
+  ASSERT_TRUE(written.has_value());
+  const std::string& source = written->files.at("kernels/kernel.cu");
+  EXPECT_NE(source.find("cublasSgemmStridedBatched"), std::string::npos);
+  EXPECT_NE(source.find("ctx->stream"), std::string::npos);
+  EXPECT_EQ(source.find("omp"), std::string::npos);
+}
+
+TEST(KernelWriterTest, EveryPatternPassesVerificationOnCpu) {
+  for (int variant : {0, 1}) {
+    auto verdicts = verify_on_cpu(k_pattern_tasks, variant);
+    for (const Json& record : verdicts) {
+      EXPECT_TRUE(record["verify"]["ok"].get<bool>()) << "variant " << variant << " " << record["task_id"] << ": "
+                                                      << record["verify"].dump();
+    }
+  }
+}
+
+TEST(KernelWriterTest, CudaSourcesCompileWithNvcc) {
+  if (!fs::exists("/usr/local/cuda/bin/nvcc")) GTEST_SKIP() << "no CUDA toolkit in /usr/local/cuda";
+  TempDir dir;
+  for (const auto& [name, text] : k_pattern_tasks) {
+    auto written = write_kernel(program_of(text), Backend::cuda, 0);
+    ASSERT_TRUE(written.has_value()) << name;
+    fs::path source = dir.path / (name + ".cu");
+    std::ofstream(source) << written->files.at("kernels/kernel.cu");
+    SubprocessOptions options;
+    options.timeout = std::chrono::minutes(5);
+    auto result = run_subprocess({"/usr/local/cuda/bin/nvcc", "-arch=sm_90", "-std=c++17", "-O3", "-I",
+                                  std::string(CA_SOURCE_DIR) + "/kernels/include", "-c", source.string(), "-o",
+                                  (dir.path / (name + ".o")).string()},
+                                 options);
+    ASSERT_TRUE(result.has_value());
+    EXPECT_TRUE(result->ok()) << name << ":\n" << result->err;
+  }
+}
+
+}  // namespace
+}  // namespace ca

@@ -1,0 +1,127 @@
+// The op table and the Lowering the handlers work through.
+#include "policy/builtin/ops.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "policy/builtin/ops_util.h"
+
+namespace ca::builtin {
+
+int64_t Val::numel() const { return product(shape, 0, shape.size()); }
+
+std::string float_literal(double value) {
+  if (std::isinf(value)) return value > 0 ? "INFINITY" : "(-INFINITY)";
+  if (std::isnan(value)) return "NAN";
+  char text[64];
+  std::snprintf(text, sizeof text, "%.9e", value);
+  return std::string("(") + text + "f)";
+}
+
+std::expected<int, std::string> Lowering::tensor(const Json& arg) const {
+  auto ref = parse_ref(arg);
+  if (!ref) return std::unexpected("expected a tensor, got " + arg.dump());
+  std::string name = ref->index ? ref->name + "[" + std::to_string(*ref->index) + "]" : ref->name;
+  if (auto it = m_unusable.find(name); it != m_unusable.end()) return std::unexpected(it->second);
+  auto it = m_names.find(name);
+  if (it == m_names.end()) return std::unexpected("reads '" + name + "', which the writer did not cover");
+  return it->second;
+}
+
+std::expected<int, std::string> Lowering::optional_tensor(const Json& arg) const {
+  if (arg.is_null()) return -1;
+  return tensor(arg);
+}
+
+int Lowering::add(Val val) {
+  val.node = node;
+  m_plan.vals.push_back(std::move(val));
+  return static_cast<int>(m_plan.vals.size()) - 1;
+}
+
+void Lowering::add_step(Step step) {
+  step.node = node;
+  m_plan.steps.push_back(std::move(step));
+}
+
+void Lowering::note_pattern(const std::string& pattern) {
+  for (const std::string& seen : m_plan.patterns) {
+    if (seen == pattern) return;
+  }
+  m_plan.patterns.push_back(pattern);
+}
+
+std::expected<int, std::string> Lowering::pointwise(std::string expr, std::vector<int> args) {
+  std::vector<int64_t> shape;
+  for (int arg : args) {
+    const std::vector<int64_t>& other = m_plan.vals[arg].shape;
+    std::vector<int64_t> merged(std::max(shape.size(), other.size()), 1);
+    for (size_t i = 0; i < merged.size(); ++i) {
+      int64_t a = i < shape.size() ? shape[shape.size() - 1 - i] : 1;
+      int64_t b = i < other.size() ? other[other.size() - 1 - i] : 1;
+      if (a != b && a != 1 && b != 1) return std::unexpected("shapes do not broadcast");
+      merged[merged.size() - 1 - i] = a == 1 ? b : a;
+    }
+    shape = std::move(merged);
+  }
+  Val val;
+  val.kind = ValKind::pointwise;
+  val.shape = std::move(shape);
+  val.expr = std::move(expr);
+  val.args = std::move(args);
+  val.align.assign(val.args.size(), -1);
+  note_pattern("elementwise");
+  return add(std::move(val));
+}
+
+const std::map<std::string, OpEntry>& op_table() {
+  static const std::map<std::string, OpEntry> table = [] {
+    std::map<std::string, OpEntry> entries;
+    register_pointwise_ops(entries);
+    register_view_ops(entries);
+    register_reduction_ops(entries);
+    register_norm_ops(entries);
+    register_matmul_ops(entries);
+    return entries;
+  }();
+  return table;
+}
+
+std::expected<double, std::string> number(const Json& args, const std::string& name) {
+  const Json& value = args.at(name);
+  if (value.is_boolean()) return value.get<bool>() ? 1.0 : 0.0;
+  if (!value.is_number()) return std::unexpected("argument '" + name + "' is not a number literal");
+  return value.get<double>();
+}
+
+std::expected<std::vector<int64_t>, std::string> int_list(const Json& args, const std::string& name, size_t length) {
+  const Json& value = args.at(name);
+  if (value.is_number_integer()) return std::vector<int64_t>(length, value.get<int64_t>());
+  if (!value.is_array()) return std::unexpected("argument '" + name + "' is not an int list literal");
+  std::vector<int64_t> list;
+  for (const Json& item : value) {
+    if (!item.is_number_integer()) return std::unexpected("argument '" + name + "' is not an int list literal");
+    list.push_back(item.get<int64_t>());
+  }
+  return list;
+}
+
+std::expected<int, std::string> wrap_dim(int64_t dim, size_t rank) {
+  int64_t r = std::max<int64_t>(static_cast<int64_t>(rank), 1);
+  if (dim < -r || dim >= r) return std::unexpected("dim " + std::to_string(dim) + " out of range");
+  return static_cast<int>(dim < 0 ? dim + r : dim);
+}
+
+int64_t product(const std::vector<int64_t>& shape, size_t begin, size_t end) {
+  int64_t result = 1;
+  for (size_t i = begin; i < end && i < shape.size(); ++i) result *= shape[i];
+  return result;
+}
+
+std::expected<void, std::string> float32_only(const Json& args, const std::string& name) {
+  const Json& value = args.at(name);
+  if (value.is_null() || value == "float32") return {};
+  return std::unexpected("dtype " + value.dump() + ": the writer computes in float32 only");
+}
+
+}  // namespace ca::builtin

@@ -1,0 +1,55 @@
+// The ops the kernel writer covers: each op's schema (as LibTorch prints it) and how it lowers into the plan.
+#pragma once
+
+#include <expected>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/program.h"
+#include "policy/builtin/graph.h"
+#include "util/jsonl.h"
+
+namespace ca::builtin {
+
+/// What an op handler works on: the plan so far and the values of the node's arguments.
+class Lowering {
+ public:
+  explicit Lowering(Plan& plan) : m_plan(plan) {}
+  /// The value a tensor argument names; an error for a literal, an unknown name or an unusable value.
+  std::expected<int, std::string> tensor(const Json& arg) const;
+  /// The value of an optional tensor argument, -1 for null.
+  std::expected<int, std::string> optional_tensor(const Json& arg) const;
+  const Val& val(int id) const { return m_plan.vals[id]; }
+  int add(Val val);
+  void add_step(Step step);
+  /// A pointwise value over `args` (right-aligned broadcasting), or an error when the shapes do not broadcast.
+  std::expected<int, std::string> pointwise(std::string expr, std::vector<int> args);
+  void bind(const std::string& name, int id) { m_names[name] = id; }
+  void forbid(const std::string& name, std::string reason) { m_unusable[name] = std::move(reason); }
+  void note_pattern(const std::string& pattern);
+  int node = -1;
+
+ private:
+  Plan& m_plan;
+  std::map<std::string, int> m_names;
+  std::map<std::string, std::string> m_unusable;
+};
+
+/// Lowers one node whose arguments are bound by name; sets its outputs with Lowering::bind. Errors are the
+/// node's uncovered reason.
+using OpHandler = std::function<std::expected<void, std::string>(Lowering&, const Json& args, const Node& node)>;
+
+struct OpEntry {
+  std::string schema;
+  OpHandler handler;
+};
+
+/// Every covered op by qualified name ("aten::add.Tensor", "aten::relu").
+const std::map<std::string, OpEntry>& op_table();
+
+/// A float as a C literal ("0.100000001f", "INFINITY").
+std::string float_literal(double value);
+
+}  // namespace ca::builtin

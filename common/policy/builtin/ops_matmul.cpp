@@ -1,0 +1,173 @@
+// Matrix products (linear, matmul, mm, bmm, addmm, baddbmm) as one batched-GEMM step; bias and addend terms become
+// pointwise values that the epilogue of the GEMM computes.
+#include "policy/builtin/ops_util.h"
+
+namespace ca::builtin {
+namespace {
+
+using Result = std::expected<void, std::string>;
+
+// The shape of a batch dims broadcast, or an error.
+std::expected<std::vector<int64_t>, std::string> broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  std::vector<int64_t> out(std::max(a.size(), b.size()), 1);
+  for (size_t i = 0; i < out.size(); ++i) {
+    int64_t x = i < a.size() ? a[a.size() - 1 - i] : 1;
+    int64_t y = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (x != y && x != 1 && y != 1) return std::unexpected("batch dims do not broadcast");
+    out[out.size() - 1 - i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+// The batch stride of an operand whose batch dims are `dims` in an output batch of `out`: one matrix each, or one
+// matrix for all.
+std::expected<int64_t, std::string> batch_stride(const std::vector<int64_t>& dims, const std::vector<int64_t>& out,
+                                                 int64_t matrix) {
+  int64_t count = product(dims, 0, dims.size());
+  if (count == 1) return 0;
+  if (count == product(out, 0, out.size())) return matrix;
+  return std::unexpected("a batch broadcast over some dims but not others");
+}
+
+// out = alpha * A @ B for A [..., M, K] and B [..., K, N] (or [N, K] when b_transposed), batch dims broadcast.
+std::expected<int, std::string> gemm(Lowering& lowering, int a, int b, bool b_transposed, double alpha,
+                                     std::vector<int64_t> a_shape, std::vector<int64_t> b_shape,
+                                     std::vector<int64_t> out_tail) {
+  if (a_shape.size() < 2 || b_shape.size() < 2) return std::unexpected("matrix operand with fewer than 2 dims");
+  Step step;
+  step.kind = StepKind::matmul;
+  step.a = a;
+  step.b = b;
+  step.b_transposed = b_transposed;
+  step.alpha = alpha;
+  step.m = a_shape[a_shape.size() - 2];
+  step.k = a_shape.back();
+  int64_t b_k = b_transposed ? b_shape.back() : b_shape[b_shape.size() - 2];
+  step.n = b_transposed ? b_shape[b_shape.size() - 2] : b_shape.back();
+  if (b_k != step.k) return std::unexpected("inner dims differ: " + std::to_string(step.k) + " and " + std::to_string(b_k));
+  std::vector<int64_t> a_batch(a_shape.begin(), a_shape.end() - 2);
+  std::vector<int64_t> b_batch(b_shape.begin(), b_shape.end() - 2);
+  auto batch = broadcast(a_batch, b_batch);
+  if (!batch) return std::unexpected(batch.error());
+  auto a_stride = batch_stride(a_batch, *batch, step.m * step.k);
+  auto b_stride = batch_stride(b_batch, *batch, step.k * step.n);
+  if (!a_stride || !b_stride) return std::unexpected(!a_stride ? a_stride.error() : b_stride.error());
+  step.batch = product(*batch, 0, batch->size());
+  step.a_batch_stride = *a_stride;
+  step.b_batch_stride = *b_stride;
+  Val out;
+  out.shape = *batch;
+  out.shape.insert(out.shape.end(), out_tail.begin(), out_tail.end());
+  if (product(out.shape, 0, out.shape.size()) != step.batch * step.m * step.n) return std::unexpected("matmul shape");
+  step.out = lowering.add(std::move(out));
+  int id = step.out;
+  lowering.add_step(std::move(step));
+  lowering.note_pattern("matmul");
+  return id;
+}
+
+Result bind_plus(Lowering& lowering, const Node& node, int product_id, int addend, double beta) {
+  if (addend < 0 || beta == 0) {
+    lowering.bind(node.outputs[0], product_id);
+    return {};
+  }
+  auto sum = lowering.pointwise("($0 + " + float_literal(beta) + " * $1)", {product_id, addend});
+  if (!sum) return std::unexpected(sum.error());
+  if (lowering.val(*sum).shape != lowering.val(product_id).shape) return std::unexpected("addend broadcasts the product");
+  lowering.bind(node.outputs[0], *sum);
+  return {};
+}
+
+Result matmul(Lowering& lowering, const Json& args, const Node& node) {
+  auto a = lowering.tensor(args.at("self"));
+  auto b = lowering.tensor(args.at("other"));
+  if (!a || !b) return std::unexpected(!a ? a.error() : b.error());
+  std::vector<int64_t> sa = lowering.val(*a).shape, sb = lowering.val(*b).shape;
+  if (sa.empty() || sb.empty()) return std::unexpected("matmul of a 0-d tensor");
+  std::expected<int, std::string> out;
+  if (sa.size() == 1 && sb.size() == 1) out = gemm(lowering, *a, *b, false, 1, {1, sa[0]}, {sb[0], 1}, {});
+  if (sa.size() == 1 && sb.size() >= 2) {
+    out = gemm(lowering, *a, *b, false, 1, {1, sa[0]}, sb, {sb.back()});
+  }
+  if (sa.size() >= 2 && sb.size() == 1) {
+    std::vector<int64_t> tail(sa.begin(), sa.end() - 1);
+    out = gemm(lowering, *a, *b, false, 1, {product(sa, 0, sa.size() - 1), sa.back()}, {sb[0], 1}, tail);
+  }
+  if (sa.size() >= 2 && sb.size() == 2) {
+    std::vector<int64_t> tail(sa.begin(), sa.end() - 1);
+    tail.push_back(sb[1]);
+    out = gemm(lowering, *a, *b, false, 1, {product(sa, 0, sa.size() - 1), sa.back()}, sb, tail);
+  }
+  if (sa.size() == 2 && sb.size() > 2) out = gemm(lowering, *a, *b, false, 1, sa, sb, {sa[0], sb.back()});
+  if (sa.size() > 2 && sb.size() > 2) out = gemm(lowering, *a, *b, false, 1, sa, sb, {sa[sa.size() - 2], sb.back()});
+  if (!out) return std::unexpected(out.error());
+  lowering.bind(node.outputs[0], *out);
+  return {};
+}
+
+}  // namespace
+
+void register_matmul_ops(std::map<std::string, OpEntry>& t) {
+  t["aten::matmul"] = {"aten::matmul(Tensor self, Tensor other) -> Tensor", matmul};
+  t["aten::linear"] = {"aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
+                       [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                         auto x = lowering.tensor(args.at("input"));
+                         auto w = lowering.tensor(args.at("weight"));
+                         auto bias = lowering.optional_tensor(args.at("bias"));
+                         if (!x || !w || !bias) return std::unexpected(!x ? x.error() : !w ? w.error() : bias.error());
+                         std::vector<int64_t> sx = lowering.val(*x).shape, sw = lowering.val(*w).shape;
+                         if (sw.size() != 2 || sx.empty()) return std::unexpected("linear with a weight that is not 2-d");
+                         std::vector<int64_t> tail(sx.begin(), sx.end() - 1);
+                         tail.push_back(sw[0]);
+                         auto out = gemm(lowering, *x, *w, true, 1, {product(sx, 0, sx.size() - 1), sx.back()}, sw, tail);
+                         if (!out) return std::unexpected(out.error());
+                         return bind_plus(lowering, node, *out, *bias, 1);
+                       }};
+  t["aten::mm"] = {"aten::mm(Tensor self, Tensor mat2) -> Tensor",
+                   [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                     auto a = lowering.tensor(args.at("self"));
+                     auto b = lowering.tensor(args.at("mat2"));
+                     if (!a || !b) return std::unexpected(!a ? a.error() : b.error());
+                     std::vector<int64_t> sa = lowering.val(*a).shape, sb = lowering.val(*b).shape;
+                     if (sa.size() != 2 || sb.size() != 2) return std::unexpected("mm of tensors that are not 2-d");
+                     auto out = gemm(lowering, *a, *b, false, 1, sa, sb, {sa[0], sb[1]});
+                     if (!out) return std::unexpected(out.error());
+                     lowering.bind(node.outputs[0], *out);
+                     return {};
+                   }};
+  t["aten::bmm"] = {"aten::bmm(Tensor self, Tensor mat2) -> Tensor",
+                    [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                      auto a = lowering.tensor(args.at("self"));
+                      auto b = lowering.tensor(args.at("mat2"));
+                      if (!a || !b) return std::unexpected(!a ? a.error() : b.error());
+                      std::vector<int64_t> sa = lowering.val(*a).shape, sb = lowering.val(*b).shape;
+                      if (sa.size() != 3 || sb.size() != 3 || sa[0] != sb[0]) return std::unexpected("bmm shapes");
+                      auto out = gemm(lowering, *a, *b, false, 1, sa, sb, {sa[1], sb[2]});
+                      if (!out) return std::unexpected(out.error());
+                      lowering.bind(node.outputs[0], *out);
+                      return {};
+                    }};
+  auto plus_gemm = [](const std::string& first, const std::string& second, size_t rank) -> OpHandler {
+    return [=](Lowering& lowering, const Json& args, const Node& node) -> Result {
+      auto c = lowering.tensor(args.at("self"));
+      auto a = lowering.tensor(args.at(first));
+      auto b = lowering.tensor(args.at(second));
+      if (!a || !b || !c) return std::unexpected(!a ? a.error() : !b ? b.error() : c.error());
+      auto alpha = number(args, "alpha");
+      auto beta = number(args, "beta");
+      if (!alpha || !beta) return std::unexpected(!alpha ? alpha.error() : beta.error());
+      std::vector<int64_t> sa = lowering.val(*a).shape, sb = lowering.val(*b).shape;
+      if (sa.size() != rank || sb.size() != rank) return std::unexpected("operand ranks");
+      std::vector<int64_t> tail = {sa[rank - 2], sb[rank - 1]};
+      auto out = gemm(lowering, *a, *b, false, *alpha, sa, sb, tail);
+      if (!out) return std::unexpected(out.error());
+      return bind_plus(lowering, node, *out, *c, *beta);
+    };
+  };
+  t["aten::addmm"] = {"aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+                      plus_gemm("mat1", "mat2", 2)};
+  t["aten::baddbmm"] = {"aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+                        plus_gemm("batch1", "batch2", 3)};
+}
+
+}  // namespace ca::builtin

@@ -1,0 +1,30 @@
+// Helpers shared by the op handlers (ops_pointwise.cpp, ops_heavy.cpp): argument reading and shape arithmetic.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "policy/builtin/ops.h"
+
+namespace ca::builtin {
+
+/// A number argument (int, float or bool Scalar), or an error naming it.
+std::expected<double, std::string> number(const Json& args, const std::string& name);
+/// An int list argument; a single int is repeated `length` times (int[2] stride = 2 -> [2, 2]).
+std::expected<std::vector<int64_t>, std::string> int_list(const Json& args, const std::string& name, size_t length = 1);
+/// `dim` wrapped into [0, rank), or an error.
+std::expected<int, std::string> wrap_dim(int64_t dim, size_t rank);
+int64_t product(const std::vector<int64_t>& shape, size_t begin, size_t end);
+/// Fails unless a ScalarType? argument is null or float32 (the writer computes in float32 only).
+std::expected<void, std::string> float32_only(const Json& args, const std::string& name);
+
+void register_pointwise_ops(std::map<std::string, OpEntry>& table);
+void register_view_ops(std::map<std::string, OpEntry>& table);
+void register_reduction_ops(std::map<std::string, OpEntry>& table);
+void register_norm_ops(std::map<std::string, OpEntry>& table);
+void register_matmul_ops(std::map<std::string, OpEntry>& table);
+
+}  // namespace ca::builtin

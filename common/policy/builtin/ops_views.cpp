@@ -1,0 +1,161 @@
+// Views: reshapes keep the element order (an alias read at the same linear index); transpose and permute reorder
+// (read through index math). Neither copies unless its result is an output.
+#include "policy/builtin/ops_util.h"
+
+namespace ca::builtin {
+namespace {
+
+using Result = std::expected<void, std::string>;
+
+Result bind_alias(Lowering& lowering, const Node& node, int src, std::vector<int64_t> shape) {
+  if (product(shape, 0, shape.size()) != lowering.val(src).numel()) return std::unexpected("reshape changes the element count");
+  Val val;
+  val.kind = ValKind::alias;
+  val.shape = std::move(shape);
+  val.args = {src};
+  lowering.bind(node.outputs[0], lowering.add(std::move(val)));
+  return {};
+}
+
+// view/reshape sizes with one -1 inferred.
+std::expected<std::vector<int64_t>, std::string> infer_sizes(std::vector<int64_t> sizes, int64_t numel) {
+  int64_t known = 1;
+  int infer = -1;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == -1 && infer < 0) {
+      infer = static_cast<int>(i);
+      continue;
+    }
+    if (sizes[i] < 0) return std::unexpected("bad size in view");
+    known *= sizes[i];
+  }
+  if (infer >= 0) {
+    if (known == 0) return std::unexpected("cannot infer a -1 size next to a 0 size");
+    sizes[infer] = numel / known;
+  }
+  return sizes;
+}
+
+OpHandler reshape_handler(const std::string& size_name) {
+  return [size_name](Lowering& lowering, const Json& args, const Node& node) -> Result {
+    auto self = lowering.tensor(args.at("self"));
+    if (!self) return std::unexpected(self.error());
+    auto sizes = int_list(args, size_name);
+    if (!sizes) return std::unexpected(sizes.error());
+    auto shape = infer_sizes(*sizes, lowering.val(*self).numel());
+    if (!shape) return std::unexpected(shape.error());
+    return bind_alias(lowering, node, *self, *shape);
+  };
+}
+
+Result same_shape(Lowering& lowering, const Json& args, const Node& node) {
+  auto self = lowering.tensor(args.at("self"));
+  if (!self) return std::unexpected(self.error());
+  return bind_alias(lowering, node, *self, lowering.val(*self).shape);
+}
+
+Result permuted(Lowering& lowering, const Node& node, int src, const std::vector<int>& perm) {
+  Val val;
+  val.kind = ValKind::permute;
+  val.args = {src};
+  val.perm = perm;
+  for (int d : perm) val.shape.push_back(lowering.val(src).shape[d]);
+  lowering.bind(node.outputs[0], lowering.add(std::move(val)));
+  return {};
+}
+
+}  // namespace
+
+void register_view_ops(std::map<std::string, OpEntry>& t) {
+  t["aten::view"] = {"aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)", reshape_handler("size")};
+  t["aten::reshape"] = {"aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", reshape_handler("shape")};
+  t["aten::contiguous"] = {"aten::contiguous(Tensor(a) self, *, MemoryFormat memory_format=0) -> Tensor(a)", same_shape};
+  t["aten::clone"] = {"aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", same_shape};
+  t["aten::flatten.using_ints"] = {
+      "aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)",
+      [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+        auto self = lowering.tensor(args.at("self"));
+        if (!self) return std::unexpected(self.error());
+        const std::vector<int64_t>& shape = lowering.val(*self).shape;
+        if (shape.empty()) return bind_alias(lowering, node, *self, {1});
+        auto start = wrap_dim(args.at("start_dim").get<int64_t>(), shape.size());
+        auto end = wrap_dim(args.at("end_dim").get<int64_t>(), shape.size());
+        if (!start || !end) return std::unexpected(!start ? start.error() : end.error());
+        if (*start > *end) return std::unexpected("flatten start_dim after end_dim");
+        std::vector<int64_t> out(shape.begin(), shape.begin() + *start);
+        out.push_back(product(shape, *start, *end + 1));
+        out.insert(out.end(), shape.begin() + *end + 1, shape.end());
+        return bind_alias(lowering, node, *self, out);
+      }};
+  t["aten::unsqueeze"] = {"aten::unsqueeze(Tensor(a) self, int dim) -> Tensor(a)",
+                          [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                            auto self = lowering.tensor(args.at("self"));
+                            if (!self) return std::unexpected(self.error());
+                            std::vector<int64_t> shape = lowering.val(*self).shape;
+                            auto dim = wrap_dim(args.at("dim").get<int64_t>(), shape.size() + 1);
+                            if (!dim) return std::unexpected(dim.error());
+                            shape.insert(shape.begin() + *dim, 1);
+                            return bind_alias(lowering, node, *self, shape);
+                          }};
+  auto squeeze = [](Lowering& lowering, const Json& args, const Node& node, std::vector<int64_t> dims) -> Result {
+    auto self = lowering.tensor(args.at("self"));
+    if (!self) return std::unexpected(self.error());
+    const std::vector<int64_t>& shape = lowering.val(*self).shape;
+    std::vector<bool> drop(shape.size(), dims.empty());
+    for (int64_t d : dims) {
+      auto dim = wrap_dim(d, shape.size());
+      if (!dim) return std::unexpected(dim.error());
+      if (!shape.empty()) drop[*dim] = true;
+    }
+    std::vector<int64_t> out;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      if (!(drop[i] && shape[i] == 1)) out.push_back(shape[i]);
+    }
+    return bind_alias(lowering, node, *self, out);
+  };
+  t["aten::squeeze"] = {"aten::squeeze(Tensor(a) self) -> Tensor(a)",
+                        [squeeze](Lowering& l, const Json& args, const Node& node) { return squeeze(l, args, node, {}); }};
+  t["aten::squeeze.dim"] = {"aten::squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)",
+                            [squeeze](Lowering& l, const Json& args, const Node& node) {
+                              return squeeze(l, args, node, {args.at("dim").get<int64_t>()});
+                            }};
+  t["aten::squeeze.dims"] = {"aten::squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)",
+                             [squeeze](Lowering& l, const Json& args, const Node& node) -> Result {
+                               auto dims = int_list(args, "dim");
+                               if (!dims) return std::unexpected(dims.error());
+                               if (dims->empty()) return same_shape(l, args, node);
+                               return squeeze(l, args, node, *dims);
+                             }};
+  t["aten::transpose.int"] = {"aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
+                              [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                                auto self = lowering.tensor(args.at("self"));
+                                if (!self) return std::unexpected(self.error());
+                                size_t rank = lowering.val(*self).shape.size();
+                                auto d0 = wrap_dim(args.at("dim0").get<int64_t>(), rank);
+                                auto d1 = wrap_dim(args.at("dim1").get<int64_t>(), rank);
+                                if (!d0 || !d1) return std::unexpected(!d0 ? d0.error() : d1.error());
+                                if (rank == 0) return same_shape(lowering, args, node);
+                                std::vector<int> perm(rank);
+                                for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int>(i);
+                                std::swap(perm[*d0], perm[*d1]);
+                                return permuted(lowering, node, *self, perm);
+                              }};
+  t["aten::permute"] = {"aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)",
+                        [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                          auto self = lowering.tensor(args.at("self"));
+                          auto dims = int_list(args, "dims");
+                          if (!self) return std::unexpected(self.error());
+                          if (!dims) return std::unexpected(dims.error());
+                          size_t rank = lowering.val(*self).shape.size();
+                          if (dims->size() != rank) return std::unexpected("permute dims do not match the rank");
+                          std::vector<int> perm;
+                          for (int64_t d : *dims) {
+                            auto dim = wrap_dim(d, rank);
+                            if (!dim) return std::unexpected(dim.error());
+                            perm.push_back(*dim);
+                          }
+                          return permuted(lowering, node, *self, perm);
+                        }};
+}
+
+}  // namespace ca::builtin
