@@ -8,6 +8,9 @@ PREFIX        ?= /usr/local
 JOBS          ?= $(shell nproc)
 
 TORCH_STAMP := $(VENV)/.torch-$(TORCH_VERSION)
+# transformers' models/ tree is what `ca-crawl modules` crawls for the paper's module records (pure Python).
+TRANSFORMERS_VERSION := 5.17.0
+TRANSFORMERS_STAMP := $(VENV)/.transformers-$(TRANSFORMERS_VERSION)
 
 .PHONY: all deps venv configure build test bench demo install clean
 
@@ -24,9 +27,13 @@ $(TORCH_STAMP):
 	$(VENV)/bin/pip install --quiet torch==$(TORCH_VERSION) numpy safetensors
 	touch $@
 
-venv: $(TORCH_STAMP)
+$(TRANSFORMERS_STAMP): $(TORCH_STAMP)
+	$(VENV)/bin/pip install --quiet transformers==$(TRANSFORMERS_VERSION)
+	touch $@
 
-$(BUILD)/build.ninja: $(TORCH_STAMP) CMakeLists.txt
+venv: $(TORCH_STAMP) $(TRANSFORMERS_STAMP)
+
+$(BUILD)/build.ninja: $(TORCH_STAMP) $(TRANSFORMERS_STAMP) CMakeLists.txt
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DCMAKE_PREFIX_PATH="$$($(PYTHON) -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
 

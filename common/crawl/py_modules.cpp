@@ -294,6 +294,7 @@ void collect_classes(const Source& src, const std::string& file, std::vector<Cla
       // A later definition replaces an earlier one, as in Python (e.g. after @overload stubs).
       if (def->name == "__init__") {
         info.module.init_signature = init_signature(src, *def);
+        info.module.init_source = dedented_source(src, lines, m);
         info.has_init = true;
       }
       if (def->name == "forward") {
@@ -411,7 +412,10 @@ std::expected<std::vector<PyModule>, std::string> scan_py_modules(const std::str
     if (!hierarchy.is_module(i)) continue;
     PyModule module = classes[i].module;
     const size_t init_from = classes[i].has_init ? i : hierarchy.provider(i, &ClassInfo::has_init);
-    if (init_from != k_none) module.init_signature = classes[init_from].module.init_signature;
+    if (init_from != k_none) {
+      module.init_signature = classes[init_from].module.init_signature;
+      module.init_source = classes[init_from].module.init_source;
+    }
     const size_t forward_from = classes[i].has_forward ? i : hierarchy.provider(i, &ClassInfo::has_forward);
     if (forward_from != k_none) module.forward_source = classes[forward_from].module.forward_source;
     modules.push_back(std::move(module));

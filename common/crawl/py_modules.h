@@ -20,6 +20,10 @@ struct PyModule {
   /// Source of `def forward` (decorators excluded) dedented to column 0, each
   /// line ending in '\n'. Inherited like init_signature; "" if none.
   std::string forward_source;
+  /// Source of `def __init__`, dedented like forward_source and inherited like
+  /// init_signature: what a composer reads to learn which config fields and
+  /// submodules the class needs.
+  std::string init_source;
 };
 
 /// Scans every *.py file under `root` (recursively, in path order) and returns

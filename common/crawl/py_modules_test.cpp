@@ -71,6 +71,7 @@ class Net(nn.Module):
   EXPECT_EQ(modules[0].bases, std::vector<std::string>{"nn.Module"});
   EXPECT_EQ(modules[0].init_signature, "(self, n)");
   EXPECT_EQ(modules[0].forward_source, "def forward(self, x):\n    return x * 2\n");
+  EXPECT_EQ(modules[0].init_source, "def __init__(self, n):\n    super().__init__()\n");
 }
 
 TEST_F(PyModulesTest, ResolvesTransitiveSubclassAcrossFiles) {
