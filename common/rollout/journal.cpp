@@ -63,7 +63,10 @@ std::expected<void, std::string> Journal::append(const Json& record) {
     if (n < 0) return std::unexpected(errno == EPIPE ? std::string("broken pipe") : m_path + ": " + std::strerror(errno));
     written += size_t(n);
   }
-  if (m_fd != STDOUT_FILENO && ::fdatasync(m_fd) != 0) return std::unexpected(m_path + ": " + std::strerror(errno));
+  // /dev/null and pipes cannot be synced (EINVAL); what they take is all there is.
+  if (m_fd != STDOUT_FILENO && ::fdatasync(m_fd) != 0 && errno != EINVAL) {
+    return std::unexpected(m_path + ": " + std::strerror(errno));
+  }
   return {};
 }
 
