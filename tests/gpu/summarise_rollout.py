@@ -1,0 +1,30 @@
+"""Per level: episodes, pass rate, share > 5% faster than eager and than torch.compile, geometric-mean speedups
+over passing episodes and with failures counted as 1.0. Usage: summarise_rollout.py TRAJECTORIES.jsonl"""
+import collections
+import json
+import math
+import re
+import sys
+
+
+def geomean(values):
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+levels = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    found = re.search(r"level(\d+)", r["task_id"])
+    level = "level" + found.group(1) if found else "?"
+    levels[level].append(r)
+print("level episodes pass >eager+5% >compile+5% geo_eager(pass) geo_eager(all) geo_compile(pass) geo_compile(all) ended")
+for level, records in sorted(levels.items()):
+    passed = [r for r in records if (r.get("verify") or {}).get("ok")]
+    speed = lambda r, k: ((r.get("profile") or {}).get("speedup") or {}).get(k)
+    eager = [speed(r, "vs_eager") for r in passed if speed(r, "vs_eager")]
+    comp = [speed(r, "vs_compile") for r in passed if speed(r, "vs_compile")]
+    n = len(records)
+    ends = collections.Counter((r.get("end") or {}).get("reason") for r in records)
+    print(f"{level} {n} {len(passed) / n:.1%} {sum(v > 1.05 for v in eager) / n:.1%} {sum(v > 1.05 for v in comp) / n:.1%} "
+          f"{geomean(eager):.3f} {geomean(eager + [1.0] * (n - len(eager))):.3f} "
+          f"{geomean(comp):.3f} {geomean(comp + [1.0] * (n - len(comp))):.3f} {dict(ends)}")
