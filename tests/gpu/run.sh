@@ -72,6 +72,9 @@ step cuda_interpreter env CA_TEST_DEVICE=cuda build-gpu/bin/ca_torch_tests --gte
 [ -f .kb/reference-scale16.jsonl ] && export KB_REFERENCE=${KB_REFERENCE:-$PWD/.kb/reference-scale16.jsonl}
 step pipeline timeout "${PIPE_TIMEOUT:-240}" env CA_BIN=build-gpu/bin KB_BENCHMARKS="${KB_BENCHMARKS:-$PWD/.kb}" \
   bash tests/gpu/pipeline.sh "$OUT/pipeline"
+# The built-in policy through ca-rollout on every KB_EVERY-th KernelBench problem at full size (NO_COMPILE=1: eager only).
+step agent_builtin timeout "${AGENT_TIMEOUT:-420}" env CA_BIN=build-gpu/bin KB_BENCHMARKS="${KB_BENCHMARKS:-$PWD/.kb}" \
+  bash tests/gpu/agent_builtin.sh "$OUT/agent"
 # The full-size KernelBench import takes longest; it goes last, within what the machine's call has left.
 step kernelbench_import timeout "${KB_TIMEOUT:-240}" env KB_BENCHMARKS="${KB_BENCHMARKS:-$PWD/.kb}" \
   CA_BIN=build-gpu/bin bash tests/gpu/kernelbench_import.sh "$OUT/kernelbench"
