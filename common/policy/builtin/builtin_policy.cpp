@@ -125,7 +125,8 @@ class BuiltinPolicy final : public Policy {
       if (turn) turn->content = text + "\n" + turn->content;
       return turn;
     }
-    if (!m_has_profile) return write_next();
+    // Timing decides between variants only: with a budget of one there is nothing to choose.
+    if (!m_has_profile || m_order.size() == 1) return write_next();
     m_phase = Phase::profiled;
     return call("It passes; timing it against eager and torch.compile.", "profile", Json::object(), Json::object());
   }

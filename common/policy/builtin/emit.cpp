@@ -66,7 +66,7 @@ class Emitter {
     if (val.kind == ValKind::permute) {
       const std::vector<int64_t>& in_shape = m_plan.vals[val.args[0]].shape;
       std::vector<int64_t> strides = contiguous_strides(in_shape);
-      std::string index = "0";
+      std::string index = std::to_string(val.offset) + "LL";
       for (size_t d = 0; d < val.perm.size(); ++d) {
         index += " + c" + std::to_string(d) + " * " + std::to_string(strides[val.perm[d]]) + "LL";
       }
@@ -162,8 +162,9 @@ class Emitter {
     auto loop = [&](const std::string& body) { return "  for (int64_t r = 0; r < " + n + "; ++r) { const float x = " + x + "; " + body + " }\n"; };
     std::ostringstream body;
     const std::string& op = step.op;
-    if (op == "sum" || op == "mean" || op == "prod") {
-      body << "  acc_t s = " << (op == "prod" ? "1" : "0") << ";\n" << loop(op == "prod" ? "s *= x;" : "s += x;");
+    if (op == "sum" || op == "mean" || op == "prod" || op == "nansum") {
+      std::string add = op == "prod" ? "s *= x;" : op == "nansum" ? "if (x == x) s += x;" : "s += x;";
+      body << "  acc_t s = " << (op == "prod" ? "1" : "0") << ";\n" << loop(add);
       body << "  const float result = (float)(s" << (op == "mean" ? " / (acc_t)" + n : "") << ");\n";
     }
     if (op == "amax" || op == "amin") {

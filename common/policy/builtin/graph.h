@@ -17,7 +17,7 @@ namespace ca::builtin {
 enum class ValKind {
   buffer,     // memory: an input or param, a program output, or scratch from ctx->workspace
   pointwise,  // expr over args, evaluated per element where it is read (fused)
-  permute,    // args[0] with its dims permuted (transpose, permute), read through index math
+  permute,    // args[0] with its dims permuted (transpose, permute) or sliced (glu), read through index math
   alias,      // args[0] under another shape, same elements in the same order (view, reshape, flatten, ...)
 };
 
@@ -33,6 +33,7 @@ struct Val {
   std::vector<int> args;
   std::vector<int> align;
   std::vector<int> perm;  // permute: output dim d is input dim perm[d]
+  int64_t offset = 0;     // permute: where element 0 sits in args[0] (a slice)
   bool needs_buffer = false;
   int64_t numel() const;
 };

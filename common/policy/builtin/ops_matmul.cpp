@@ -109,6 +109,42 @@ Result matmul(Lowering& lowering, const Json& args, const Node& node) {
 
 void register_matmul_ops(std::map<std::string, OpEntry>& t) {
   t["aten::matmul"] = {"aten::matmul(Tensor self, Tensor other) -> Tensor", matmul};
+  // mv, dot and 1-d inner are matmul's 2-d @ 1-d and 1-d @ 1-d cases.
+  for (const auto& [name, second] : {std::pair{"mv", "vec"}, std::pair{"dot", "tensor"}, std::pair{"inner", "other"}}) {
+    std::string second_name = second;
+    size_t first_rank = std::string(name) == "mv" ? 2 : 1;
+    t["aten::" + std::string(name)] = {
+        "aten::" + std::string(name) + "(Tensor self, Tensor " + second_name + ") -> Tensor",
+        [second_name, first_rank](Lowering& lowering, const Json& args, const Node& node) -> Result {
+          auto a = lowering.tensor(args.at("self"));
+          auto b = lowering.tensor(args.at(second_name));
+          if (!a || !b) return std::unexpected(!a ? a.error() : b.error());
+          if (lowering.val(*a).shape.size() != first_rank || lowering.val(*b).shape.size() != 1) {
+            return std::unexpected("operands of other ranks than " + std::to_string(first_rank) + "-d and 1-d");
+          }
+          Json renamed = {{"self", args.at("self")}, {"other", args.at(second_name)}};
+          return matmul(lowering, renamed, node);
+        }};
+  }
+  // outer product: a as a column times b, broadcast.
+  for (const std::string name : {"outer", "ger"}) {
+    t["aten::" + name] = {"aten::" + name + "(Tensor self, Tensor vec2) -> Tensor",
+                          [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                            auto a = lowering.tensor(args.at("self"));
+                            auto b = lowering.tensor(args.at("vec2"));
+                            if (!a || !b) return std::unexpected(!a ? a.error() : b.error());
+                            if (lowering.val(*a).shape.size() != 1 || lowering.val(*b).shape.size() != 1) return std::unexpected("outer of tensors that are not 1-d");
+                            Val column;
+                            column.kind = ValKind::alias;
+                            column.shape = {lowering.val(*a).shape[0], 1};
+                            column.args = {*a};
+                            int column_id = lowering.add(std::move(column));
+                            auto out = lowering.pointwise("($0 * $1)", {column_id, *b});
+                            if (!out) return std::unexpected(out.error());
+                            lowering.bind(node.outputs[0], *out);
+                            return {};
+                          }};
+  }
   t["aten::linear"] = {"aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
                        [](Lowering& lowering, const Json& args, const Node& node) -> Result {
                          auto x = lowering.tensor(args.at("input"));
@@ -164,6 +200,20 @@ void register_matmul_ops(std::map<std::string, OpEntry>& t) {
       return bind_plus(lowering, node, *out, *c, *beta);
     };
   };
+  t["aten::addmv"] = {"aten::addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+                      [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                        auto c = lowering.tensor(args.at("self"));
+                        auto a = lowering.tensor(args.at("mat"));
+                        auto b = lowering.tensor(args.at("vec"));
+                        auto alpha = number(args, "alpha");
+                        auto beta = number(args, "beta");
+                        if (!a || !b || !c || !alpha || !beta) return std::unexpected("addmv arguments");
+                        std::vector<int64_t> sa = lowering.val(*a).shape, sb = lowering.val(*b).shape;
+                        if (sa.size() != 2 || sb.size() != 1) return std::unexpected("addmv of other ranks than 2-d and 1-d");
+                        auto out = gemm(lowering, *a, *b, false, *alpha, sa, {sb[0], 1}, {sa[0]});
+                        if (!out) return std::unexpected(out.error());
+                        return bind_plus(lowering, node, *out, *c, *beta);
+                      }};
   t["aten::addmm"] = {"aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
                       plus_gemm("mat1", "mat2", 2)};
   t["aten::baddbmm"] = {"aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",

@@ -114,6 +114,9 @@ void register_pointwise_ops(std::map<std::string, OpEntry>& t) {
       {"floor", "floorf($0)"},       {"ceil", "ceilf($0)"},
       {"round", "rintf($0)"},        {"trunc", "truncf($0)"},
       {"frac", "($0 - truncf($0))"},
+      {"log_sigmoid", "(fminf($0, 0.f) - log1pf(expf(-fabsf($0))))"},
+      {"deg2rad", "($0 * 0.017453292519943295f)"}, {"rad2deg", "($0 * 57.29577951308232f)"},
+      {"sinc", "($0 == 0.f ? 1.f : sinf(3.14159265358979f * $0) / (3.14159265358979f * $0))"},
   };
   for (const auto& [name, expr] : unaries) t["aten::" + std::string(name)] = unary(name, expr);
 
@@ -210,6 +213,92 @@ void register_pointwise_ops(std::map<std::string, OpEntry>& t) {
     t["aten::" + std::string(name)] = pointwise_op("aten::" + std::string(name) + "(Tensor self, Tensor other) -> Tensor",
                                                    {"self", "other"}, std::string(fn) + "($0, $1)");
   }
+  for (const auto& [name, fn] : {std::pair{"copysign", "copysignf"}, std::pair{"hypot", "hypotf"}, std::pair{"fmod", "fmodf"}}) {
+    t["aten::" + std::string(name) + ".Tensor"] = pointwise_op(
+        "aten::" + std::string(name) + ".Tensor(Tensor self, Tensor other) -> Tensor", {"self", "other"}, std::string(fn) + "($0, $1)");
+    t["aten::" + std::string(name) + ".Scalar"] = pointwise_op(
+        "aten::" + std::string(name) + ".Scalar(Tensor self, Scalar other) -> Tensor", {"self"}, std::string(fn) + "($0, {other})",
+        {"other"});
+  }
+  t["aten::hypot"] = pointwise_op("aten::hypot(Tensor self, Tensor other) -> Tensor", {"self", "other"}, "hypotf($0, $1)");
+  t.erase("aten::hypot.Tensor");
+  t.erase("aten::hypot.Scalar");
+  // Python's modulo: the result takes the sign of the divisor.
+  const std::string remainder = "(fmodf($0, $1) != 0.f && ((fmodf($0, $1) < 0.f) != ($1 < 0.f)) ? fmodf($0, $1) + $1 : fmodf($0, $1))";
+  t["aten::remainder.Tensor"] = pointwise_op("aten::remainder.Tensor(Tensor self, Tensor other) -> Tensor", {"self", "other"}, remainder);
+  t["aten::remainder.Scalar"] = pointwise_op("aten::remainder.Scalar(Tensor self, Scalar other) -> Tensor", {"self"},
+                                             replace_all(remainder, "$1", "{other}"), {"other"});
+  t["aten::remainder.Scalar_Tensor"] = pointwise_op("aten::remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor", {"other"},
+                                                    replace_all(replace_all(remainder, "$0", "{self}"), "$1", "$0"), {"self"});
+  t["aten::logaddexp"] = pointwise_op("aten::logaddexp(Tensor self, Tensor other) -> Tensor", {"self", "other"},
+                                      "(fmaxf($0, $1) + log1pf(expf(-fabsf($0 - $1))))");
+  t["aten::heaviside"] = pointwise_op("aten::heaviside(Tensor self, Tensor values) -> Tensor", {"self", "values"},
+                                      "($0 == 0.f ? $1 : (float)($0 > 0.f))");
+  t["aten::nan_to_num"] = {"aten::nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor",
+                           [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                             auto self = lowering.tensor(args.at("self"));
+                             if (!self) return std::unexpected(self.error());
+                             auto value = [&](const char* name, double fallback) {
+                               return float_literal(args.at(name).is_null() ? fallback : args.at(name).get<double>());
+                             };
+                             std::string expr = "($0 != $0 ? " + value("nan", 0) + " : ($0 == INFINITY ? " +
+                                                value("posinf", 3.4028234663852886e38) + " : ($0 == -INFINITY ? " +
+                                                value("neginf", -3.4028234663852886e38) + " : $0)))";
+                             auto out = lowering.pointwise(expr, {*self});
+                             if (!out) return std::unexpected(out.error());
+                             lowering.bind(node.outputs[0], *out);
+                             return {};
+                           }};
+  // div with rounding_mode None, "trunc" or "floor".
+  auto div_mode = [](bool scalar) -> OpHandler {
+    return [scalar](Lowering& lowering, const Json& args, const Node& node) -> Result {
+      auto self = lowering.tensor(args.at("self"));
+      if (!self) return std::unexpected(self.error());
+      std::vector<int> ids = {*self};
+      std::string divisor = "$1";
+      if (scalar) {
+        auto other = number(args, "other");
+        if (!other) return std::unexpected(other.error());
+        divisor = float_literal(*other);
+      }
+      if (!scalar) {
+        auto other = lowering.tensor(args.at("other"));
+        if (!other) return std::unexpected(other.error());
+        ids.push_back(*other);
+      }
+      const Json& mode = args.at("rounding_mode");
+      std::string quotient = "($0 / " + divisor + ")";
+      std::string expr = mode.is_null() ? quotient : mode == "trunc" ? "truncf" + quotient : mode == "floor" ? "floorf" + quotient : "";
+      if (expr.empty()) return std::unexpected("rounding_mode " + mode.dump());
+      auto out = lowering.pointwise(expr, ids);
+      if (!out) return std::unexpected(out.error());
+      lowering.bind(node.outputs[0], *out);
+      return {};
+    };
+  };
+  t["aten::div.Tensor_mode"] = {"aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor", div_mode(false)};
+  t["aten::div.Scalar_mode"] = {"aten::div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor", div_mode(true)};
+  // prelu: one slope, or one per channel (dim 1).
+  t["aten::prelu"] = {"aten::prelu(Tensor self, Tensor weight) -> Tensor",
+                      [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                        auto self = lowering.tensor(args.at("self"));
+                        auto weight = lowering.tensor(args.at("weight"));
+                        if (!self || !weight) return std::unexpected(!self ? self.error() : weight.error());
+                        const Val& w = lowering.val(*weight);
+                        const Val& x = lowering.val(*self);
+                        if (w.shape.size() > 1) return std::unexpected("prelu weight with more than one dim");
+                        bool per_channel = w.numel() > 1;
+                        if (per_channel && (x.shape.size() < 2 || x.shape[1] != w.numel())) return std::unexpected("prelu weight size");
+                        Val val;
+                        val.kind = ValKind::pointwise;
+                        val.shape = x.shape;
+                        val.expr = "($0 > 0.f ? $0 : $1 * $0)";
+                        val.args = {*self, *weight};
+                        val.align = {-1, per_channel ? 1 : -1};
+                        lowering.note_pattern("elementwise");
+                        lowering.bind(node.outputs[0], lowering.add(std::move(val)));
+                        return {};
+                      }};
   t["aten::max.other"] = pointwise_op("aten::max.other(Tensor self, Tensor other) -> Tensor", {"self", "other"}, "fmaxf($0, $1)");
   t["aten::min.other"] = pointwise_op("aten::min.other(Tensor self, Tensor other) -> Tensor", {"self", "other"}, "fminf($0, $1)");
   // lerp as ATen computes it: from the nearer end, so weight 1 gives `end` exactly.

@@ -285,6 +285,35 @@ void register_reduction_ops(std::map<std::string, OpEntry>& t) {
         "aten::" + op + ".correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor",
         variance(op, true, "correction")};
   }
+  t["aten::frobenius_norm.dim"] = reduction_op("aten::frobenius_norm.dim(Tensor self, int[1] dim, bool keepdim=False) -> Tensor",
+                                               "norm", "dim", "keepdim");
+  t["aten::nansum"] = reduction_op(
+      "aten::nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", "nansum", "dim",
+      "keepdim", "dtype");
+  // renorm: each slice along `dim` whose p-norm exceeds maxnorm is scaled down to it.
+  t["aten::renorm"] = {"aten::renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor",
+                       [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                         auto self = lowering.tensor(args.at("self"));
+                         auto p = number(args, "p");
+                         auto maxnorm = number(args, "maxnorm");
+                         if (!self || !p || !maxnorm) return std::unexpected(!self ? self.error() : "p and maxnorm must be literals");
+                         const std::vector<int64_t>& shape = lowering.val(*self).shape;
+                         auto dim = wrap_dim(args.at("dim").get<int64_t>(), shape.size());
+                         if (!dim || shape.size() < 2) return std::unexpected("renorm needs a dim of a tensor with 2 or more dims");
+                         std::vector<int64_t> others;
+                         for (size_t d = 0; d < shape.size(); ++d) {
+                           if (static_cast<int>(d) != *dim) others.push_back(static_cast<int64_t>(d));
+                         }
+                         Node norm_node = node;
+                         norm_node.outputs = {node.outputs[0] + "#norm"};
+                         if (auto ok = reduce(lowering, norm_node, *self, others, true, "norm", *p); !ok) return ok;
+                         auto norms = lowering.tensor(Json("%" + norm_node.outputs[0]));
+                         std::string m = float_literal(*maxnorm);
+                         auto out = lowering.pointwise("($1 > " + m + " ? $0 * (" + m + " / ($1 + 1e-7f)) : $0)", {*self, *norms});
+                         if (!out) return std::unexpected(out.error());
+                         lowering.bind(node.outputs[0], *out);
+                         return {};
+                       }};
   t["aten::softmax.int"] = softmax_op("softmax");
   t["aten::log_softmax.int"] = softmax_op("log_softmax");
 }

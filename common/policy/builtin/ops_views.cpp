@@ -64,6 +64,51 @@ Result permuted(Lowering& lowering, const Node& node, int src, const std::vector
   return {};
 }
 
+Result transposed(Lowering& lowering, const Node& node, int self, int64_t dim0, int64_t dim1) {
+  size_t rank = lowering.val(self).shape.size();
+  if (rank < 2) {
+    Val val = lowering.val(self);
+    return bind_alias(lowering, node, self, val.shape);
+  }
+  auto d0 = wrap_dim(dim0, rank);
+  auto d1 = wrap_dim(dim1, rank);
+  if (!d0 || !d1) return std::unexpected(!d0 ? d0.error() : d1.error());
+  std::vector<int> perm(rank);
+  for (size_t i = 0; i < rank; ++i) perm[i] = static_cast<int>(i);
+  std::swap(perm[*d0], perm[*d1]);
+  return permuted(lowering, node, self, perm);
+}
+
+// Swaps the last two dims (mT, adjoint of a real tensor; t of a matrix).
+OpHandler last_two_swapped(size_t max_rank) {
+  return [max_rank](Lowering& lowering, const Json& args, const Node& node) -> Result {
+    auto self = lowering.tensor(args.at("self"));
+    if (!self) return std::unexpected(self.error());
+    if (lowering.val(*self).shape.size() > max_rank) return std::unexpected("t() of a tensor with more than 2 dims");
+    return transposed(lowering, node, *self, -2, -1);
+  };
+}
+
+// expand: size-1 dims (and new leading dims) repeated, read through broadcasting.
+Result expanded(Lowering& lowering, const Node& node, int self, const std::vector<int64_t>& sizes) {
+  const std::vector<int64_t>& shape = lowering.val(self).shape;
+  if (sizes.size() < shape.size()) return std::unexpected("expand to fewer dims");
+  Val val;
+  val.kind = ValKind::pointwise;
+  val.expr = "$0";
+  val.args = {self};
+  val.align = {-1};
+  size_t lead = sizes.size() - shape.size();
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    int64_t have = d < lead ? 1 : shape[d - lead];
+    int64_t want = sizes[d] == -1 ? have : sizes[d];
+    if (have != want && have != 1) return std::unexpected("expand of a dim that is not 1");
+    val.shape.push_back(want);
+  }
+  lowering.bind(node.outputs[0], lowering.add(std::move(val)));
+  return {};
+}
+
 }  // namespace
 
 void register_view_ops(std::map<std::string, OpEntry>& t) {
@@ -140,6 +185,82 @@ void register_view_ops(std::map<std::string, OpEntry>& t) {
                                 std::swap(perm[*d0], perm[*d1]);
                                 return permuted(lowering, node, *self, perm);
                               }};
+  t["aten::swapaxes"] = {"aten::swapaxes(Tensor(a) self, int axis0, int axis1) -> Tensor(a)",
+                         [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                           auto self = lowering.tensor(args.at("self"));
+                           if (!self) return std::unexpected(self.error());
+                           return transposed(lowering, node, *self, args.at("axis0").get<int64_t>(), args.at("axis1").get<int64_t>());
+                         }};
+  t["aten::t"] = {"aten::t(Tensor(a) self) -> Tensor(a)", last_two_swapped(2)};
+  t["aten::mT"] = {"aten::mT(Tensor(a) self) -> Tensor(a)", last_two_swapped(64)};
+  t["aten::adjoint"] = {"aten::adjoint(Tensor(a) self) -> Tensor(a)", last_two_swapped(64)};
+  t["aten::numpy_T"] = {"aten::numpy_T(Tensor(a) self) -> Tensor(a)",
+                        [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                          auto self = lowering.tensor(args.at("self"));
+                          if (!self) return std::unexpected(self.error());
+                          std::vector<int> perm;
+                          for (size_t d = lowering.val(*self).shape.size(); d-- > 0;) perm.push_back(static_cast<int>(d));
+                          return permuted(lowering, node, *self, perm);
+                        }};
+  for (const std::string name : {"movedim", "moveaxis"}) {
+    t["aten::" + name + ".int"] = {"aten::" + name + ".int(Tensor(a) self, int source, int destination) -> Tensor(a)",
+                                   [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                                     auto self = lowering.tensor(args.at("self"));
+                                     if (!self) return std::unexpected(self.error());
+                                     size_t rank = lowering.val(*self).shape.size();
+                                     auto from = wrap_dim(args.at("source").get<int64_t>(), rank);
+                                     auto to = wrap_dim(args.at("destination").get<int64_t>(), rank);
+                                     if (!from || !to) return std::unexpected(!from ? from.error() : to.error());
+                                     std::vector<int> perm;
+                                     for (size_t d = 0; d < rank; ++d) {
+                                       if (static_cast<int>(d) != *from) perm.push_back(static_cast<int>(d));
+                                     }
+                                     perm.insert(perm.begin() + *to, *from);
+                                     return permuted(lowering, node, *self, perm);
+                                   }};
+  }
+  t["aten::expand"] = {"aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)",
+                       [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                         auto self = lowering.tensor(args.at("self"));
+                         auto sizes = int_list(args, "size");
+                         if (!self || !sizes) return std::unexpected(!self ? self.error() : sizes.error());
+                         return expanded(lowering, node, *self, *sizes);
+                       }};
+  t["aten::expand_copy"] = t["aten::expand"];
+  t["aten::expand_copy"].schema = "aten::expand_copy(Tensor self, SymInt[] size, *, bool implicit=False) -> Tensor";
+  t["aten::expand_as"] = {"aten::expand_as(Tensor(a) self, Tensor other) -> Tensor(a)",
+                          [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                            auto self = lowering.tensor(args.at("self"));
+                            auto other = lowering.tensor(args.at("other"));
+                            if (!self || !other) return std::unexpected(!self ? self.error() : other.error());
+                            return expanded(lowering, node, *self, lowering.val(*other).shape);
+                          }};
+  // glu: the first half along dim times the sigmoid of the second, both read as slices.
+  t["aten::glu"] = {"aten::glu(Tensor self, int dim=-1) -> Tensor",
+                    [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                      auto self = lowering.tensor(args.at("self"));
+                      if (!self) return std::unexpected(self.error());
+                      const std::vector<int64_t> shape = lowering.val(*self).shape;
+                      auto dim = wrap_dim(args.at("dim").get<int64_t>(), shape.size());
+                      if (!dim || shape.empty() || shape[*dim] % 2 != 0) return std::unexpected("glu needs an even dim");
+                      std::vector<int64_t> strides(shape.size(), 1);
+                      for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+                      int halves[2];
+                      for (int h = 0; h < 2; ++h) {
+                        Val half;
+                        half.kind = ValKind::permute;
+                        half.args = {*self};
+                        half.shape = shape;
+                        half.shape[*dim] /= 2;
+                        for (size_t d = 0; d < shape.size(); ++d) half.perm.push_back(static_cast<int>(d));
+                        half.offset = h * half.shape[*dim] * strides[*dim];
+                        halves[h] = lowering.add(std::move(half));
+                      }
+                      auto out = lowering.pointwise("($0 / (1.f + expf(-$1)))", {halves[0], halves[1]});
+                      if (!out) return std::unexpected(out.error());
+                      lowering.bind(node.outputs[0], *out);
+                      return {};
+                    }};
   t["aten::permute"] = {"aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)",
                         [](Lowering& lowering, const Json& args, const Node& node) -> Result {
                           auto self = lowering.tensor(args.at("self"));
