@@ -27,10 +27,11 @@ cd "$work" || exit 1
 start=$SECONDS
 "$CA_BIN/ca-crawl" kernelbench level1 level2 --scale "${KB_SCALE:-1}" -o tasks.jsonl 2>>"$out/rollout.log"
 echo "import: $((SECONDS - start)) s, $(wc -l <tasks.jsonl) tasks" | tee -a "$out/rollout.log"
+chmod -R a+rX "$work"  # the weights too: the sandbox's user reads them
 cp tasks.jsonl "$out/tasks.jsonl"
 start=$SECONDS
 # shellcheck disable=SC2046 # an optional flag
-"$CA_BIN/ca-rollout" --policy builtin --backend "${BACKEND:-cuda}" -j "${ROLLOUT_JOBS:-8}" $([ "${NO_COMPILE:-0}" = 1 ] && echo --no-compile) \
+"$CA_BIN/ca-rollout" --policy builtin --backend "${BACKEND:-cuda}" -j "${ROLLOUT_JOBS:-4}" $([ "${NO_COMPILE:-0}" = 1 ] && echo --no-compile) \
   tasks.jsonl -o "$out/trajectories.jsonl" 2>>"$out/rollout.log"
 code=$?
 echo "rollout: exit $code, $((SECONDS - start)) s" | tee -a "$out/rollout.log"

@@ -34,6 +34,9 @@ step() {  # step NAME COMMAND...: runs a step (unless STEPS, a space-separated l
 deps=/tmp/ca-debs
 mkdir -p "$deps"
 for f in .debs/*.deb; do [ -e "$f" ] && dpkg -x "$f" "$deps"; done
+# libcurl's headers come from the carried -dev package; the library is the machine's own (Debian's needs libraries
+# the machine lacks), so the carried link to it goes.
+rm -f "$deps"/usr/lib/x86_64-linux-gnu/libcurl.so "$deps"/usr/lib/x86_64-linux-gnu/libcurl.a
 # Host-side tools link libarchive, which the GPU machine may lack (the sandboxed runner does not need it).
 export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # The sandbox needs bwrap on PATH; use the carried one where the machine has none.
@@ -73,7 +76,7 @@ step cuda_interpreter env CA_TEST_DEVICE=cuda build-gpu/bin/ca_torch_tests --gte
 step pipeline timeout "${PIPE_TIMEOUT:-240}" env CA_BIN=build-gpu/bin KB_BENCHMARKS="${KB_BENCHMARKS:-$PWD/.kb}" \
   bash tests/gpu/pipeline.sh "$OUT/pipeline"
 # The built-in policy through ca-rollout on every KB_EVERY-th KernelBench problem at full size (NO_COMPILE=1: eager only).
-step agent_builtin timeout "${AGENT_TIMEOUT:-420}" env CA_BIN=build-gpu/bin KB_BENCHMARKS="${KB_BENCHMARKS:-$PWD/.kb}" \
+step agent_builtin timeout "${AGENT_TIMEOUT:-420}" env CA_BIN="$PWD/build-gpu/bin" KB_BENCHMARKS="${KB_BENCHMARKS:-$PWD/.kb}" \
   bash tests/gpu/agent_builtin.sh "$OUT/agent"
 # The full-size KernelBench import takes longest; it goes last, within what the machine's call has left.
 step kernelbench_import timeout "${KB_TIMEOUT:-240}" env KB_BENCHMARKS="${KB_BENCHMARKS:-$PWD/.kb}" \
