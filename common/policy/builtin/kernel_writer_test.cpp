@@ -206,7 +206,8 @@ TEST(KernelWriterTest, EveryPatternPassesVerificationOnCpu) {
 
 // The covered tasks of a task file pass ca-verify (cpu) and every other task has a reason per uncovered node. CI runs
 // the synthesized examples; CA_BUILTIN_TASKS names another task file (docs/BUILTIN.md's measurement over a kept
-// set) and CA_BUILTIN_OUT a directory to keep candidates.jsonl, verified.jsonl and coverage.json in.
+// set), CA_BUILTIN_OUT a directory to keep candidates.jsonl, verified.jsonl and coverage.json in, and CA_BUILTIN_VERIFY
+// a ca-verify to use instead of the build's (a copy beside its own ca-runner, for a long run while the build changes).
 TEST(KernelWriterTest, CoveredTasksOfASetPassVerification) {
   const char* tasks_env = std::getenv("CA_BUILTIN_TASKS");
   const char* out_env = std::getenv("CA_BUILTIN_OUT");
@@ -249,7 +250,9 @@ TEST(KernelWriterTest, CoveredTasksOfASetPassVerification) {
   ASSERT_GT(coverage["covered"].get<int>(), 0);
   SubprocessOptions options;
   options.timeout = std::chrono::hours(6);
-  auto result = run_subprocess({std::string(CA_BIN_DIR) + "/ca-verify", "-q", "-j", "2", "-o", (out / "verified.jsonl").string(),
+  const char* verify_env = std::getenv("CA_BUILTIN_VERIFY");
+  std::string verify = verify_env != nullptr ? verify_env : std::string(CA_BIN_DIR) + "/ca-verify";
+  auto result = run_subprocess({verify, "-q", "-j", "2", "-o", (out / "verified.jsonl").string(),
                                 (out / "candidates.jsonl").string()},
                                options);
   ASSERT_TRUE(result.has_value());
