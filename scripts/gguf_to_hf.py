@@ -3,10 +3,13 @@ model.safetensors (float32 for models up to 0.5B parameters, else bfloat16), tok
 tokenizer_config.json (with the chat template), generation_config.json. Used by scripts/setup-models.sh.
 
     gguf_to_hf.py FILE.gguf OUTDIR
+    gguf_to_hf.py --chat-template FILE OUT.jinja   the chat template alone, from the metadata at the file's
+                                                    start (FILE may be the first part of a split GGUF)
 
 transformers dequantizes; what it gets wrong is fixed here (shared/notes/models-and-servers.md): the quantizer
 left on the model, the added tokens it drops (GGUF token types CONTROL and USER_DEFINED), the eos token.
 """
+import struct
 import sys
 
 import gguf
@@ -56,7 +59,41 @@ def main(src, out):
     tok.save_pretrained(out)
 
 
+def read_chat_template(path):
+    """tokenizer.chat_template from the GGUF key/value header (format version 2 or 3), reading no further."""
+    f = open(path, "rb")
+    magic, _version, _tensors, count = struct.unpack("<4sIQQ", f.read(24))
+    if magic != b"GGUF":
+        sys.exit(f"{path}: not a GGUF file")
+    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+    def string():
+        (n,) = struct.unpack("<Q", f.read(8))
+        return f.read(n)
+
+    def skip(kind):
+        if kind == 8:
+            string()
+        elif kind == 9:
+            inner, n = struct.unpack("<IQ", f.read(12))
+            for _ in range(n):
+                skip(inner)
+        else:
+            f.read(sizes[kind])
+
+    for _ in range(count):
+        key = string().decode()
+        (kind,) = struct.unpack("<I", f.read(4))
+        if key == "tokenizer.chat_template" and kind == 8:
+            return string().decode("utf-8")
+        skip(kind)
+    sys.exit(f"{path}: no tokenizer.chat_template")
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--chat-template":
+        open(sys.argv[3], "w", encoding="utf-8").write(read_chat_template(sys.argv[2]))
+        sys.exit(0)
     if len(sys.argv) != 3:
         sys.exit("usage: gguf_to_hf.py FILE.gguf OUTDIR")
     main(sys.argv[1], sys.argv[2])

