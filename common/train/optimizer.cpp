@@ -1,0 +1,97 @@
+// AdamW, gradient clipping and the optimizer state file.
+#include "train/optimizer.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include <ATen/core/grad_mode.h>
+
+#include "ir/safetensors.h"
+
+namespace ca::train {
+
+AdamW::AdamW(std::map<std::string, at::Tensor> params, AdamWOptions options)
+    : m_params(std::move(params)), m_options(options) {
+  for (const auto& [name, p] : m_params) {
+    m_exp_avg[name] = at::zeros_like(p, at::MemoryFormat::Contiguous);
+    m_exp_avg_sq[name] = at::zeros_like(p, at::MemoryFormat::Contiguous);
+  }
+}
+
+void AdamW::step(double lr) {
+  at::NoGradGuard no_grad;
+  ++m_step;
+  const double bias1 = 1.0 - std::pow(m_options.beta1, static_cast<double>(m_step));
+  const double bias2 = 1.0 - std::pow(m_options.beta2, static_cast<double>(m_step));
+  for (auto& [name, p] : m_params) {
+    const at::Tensor& g = p.grad();
+    if (!g.defined()) {
+      continue;
+    }
+    at::Tensor& m = m_exp_avg[name];
+    at::Tensor& v = m_exp_avg_sq[name];
+    m.mul_(m_options.beta1).add_(g, 1.0 - m_options.beta1);
+    v.mul_(m_options.beta2).addcmul_(g, g, 1.0 - m_options.beta2);
+    p.mul_(1.0 - lr * m_options.weight_decay);
+    const at::Tensor denom = (v / bias2).sqrt_().add_(m_options.eps);
+    p.addcdiv_(m, denom, -lr / bias1);
+  }
+}
+
+void AdamW::zero_grad() {
+  for (auto& [name, p] : m_params) {
+    if (p.grad().defined()) {
+      p.mutable_grad().zero_();
+    }
+  }
+}
+
+std::expected<void, std::string> AdamW::save(const std::filesystem::path& path) const {
+  std::vector<SafetensorsTensor> tensors;
+  for (const auto* state : {&m_exp_avg, &m_exp_avg_sq}) {
+    const std::string prefix = state == &m_exp_avg ? "exp_avg." : "exp_avg_sq.";
+    for (const auto& [name, t] : *state) {
+      tensors.push_back({prefix + name, DType::float32, t.sizes().vec(),
+                         std::span(static_cast<const uint8_t*>(t.data_ptr()), t.numel() * t.element_size())});
+    }
+  }
+  return write_safetensors(path.string(), tensors);
+}
+
+std::expected<void, std::string> AdamW::load(const std::filesystem::path& path, int64_t steps) {
+  for (auto* state : {&m_exp_avg, &m_exp_avg_sq}) {
+    const std::string prefix = state == &m_exp_avg ? "exp_avg." : "exp_avg_sq.";
+    for (auto& [name, t] : *state) {
+      auto bytes = read_safetensors_tensor(path.string(), prefix + name, DType::float32, t.sizes().vec());
+      if (!bytes) {
+        return std::unexpected(bytes.error());
+      }
+      std::memcpy(t.data_ptr(), bytes->data(), bytes->size());
+    }
+  }
+  m_step = steps;
+  return {};
+}
+
+double clip_grad_norm(const std::map<std::string, at::Tensor>& params, double max_norm) {
+  at::NoGradGuard no_grad;
+  double sum = 0;
+  for (const auto& [name, p] : params) {
+    if (p.grad().defined()) {
+      sum += p.grad().to(at::kDouble).square().sum().item<double>();
+    }
+  }
+  const double norm = std::sqrt(sum);
+  if (max_norm > 0 && norm > max_norm) {
+    const double scale = max_norm / (norm + 1e-6);
+    for (const auto& [name, p] : params) {
+      if (p.grad().defined()) {
+        p.mutable_grad().mul_(scale);
+      }
+    }
+  }
+  return norm;
+}
+
+}  // namespace ca::train
