@@ -1,10 +1,10 @@
 #include "http/http.h"
 
+#include <strings.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <memory>
-#include <strings.h>
 #include <thread>
 
 #include <curl/curl.h>
@@ -32,7 +32,9 @@ size_t read_retry_after(char* data, size_t size, size_t count, void* out) {
 }
 
 // Non-zero aborts the transfer: a SIGINT must not wait for a long generation.
-int abort_on_interrupt(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) { return interrupted() ? 1 : 0; }
+int abort_on_interrupt(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  return interrupted() ? 1 : 0;
+}
 
 // Sleeps `seconds` in short steps; false when an interrupt came first.
 bool sleep_unless_interrupted(double seconds) {
@@ -75,7 +77,8 @@ HttpAttempt curl_post(const std::string& url, const std::string& body, const std
   curl_easy_setopt(handle, CURLOPT_HEADERDATA, &attempt.retry_after_s);
   curl_easy_setopt(handle, CURLOPT_ERRORBUFFER, message);
   curl_easy_setopt(handle, CURLOPT_TIMEOUT_MS, long(options.timeout_s * 1000));
-  curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS, long(std::min(options.connect_timeout_s, options.timeout_s) * 1000));
+  curl_easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS,
+                   long(std::min(options.connect_timeout_s, options.timeout_s) * 1000));
   curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);  // timeouts without SIGALRM
   curl_easy_setopt(handle, CURLOPT_NOPROGRESS, 0L);
   curl_easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, abort_on_interrupt);

@@ -20,9 +20,9 @@ struct HttpOptions {
 
 /// How one attempt ended.
 struct HttpAttempt {
-  long status = 0;            // the HTTP status; 0 when no response came (transport failure)
+  long status = 0;  // the HTTP status; 0 when no response came (transport failure)
   std::string body;
-  std::string error;          // curl's message for a transport failure, else ""
+  std::string error;  // curl's message for a transport failure, else ""
   bool timed_out = false;
   double retry_after_s = -1;  // the server's Retry-After in seconds, -1 when absent
 };

@@ -38,8 +38,8 @@ HttpOptions fast(int retries) {
 }
 
 TEST(HttpPostTest, RetriesRateLimitsServerErrorsAndTimeoutsThenSucceeds) {
-  Scripted server{{status(429), status(503), transport_error("Timeout was reached", true), transport_error("Connection reset by peer"),
-                   status(200, "ok")}};
+  Scripted server{{status(429), status(503), transport_error("Timeout was reached", true),
+                   transport_error("Connection reset by peer"), status(200, "ok")}};
   auto body = http_post("http://x", "{}", {}, fast(4), server.transport());
   ASSERT_TRUE(body) << body.error();
   EXPECT_EQ(*body, "ok");

@@ -36,8 +36,9 @@ std::expected<std::unique_ptr<Policy>, std::string> make_policy(const std::strin
 #endif
   }
   if (scheme == "local") {
-    return std::unexpected("local:CKPT: the LibTorch model policy is not in this build yet; serve the checkpoint "
-                           "with an OpenAI-compatible server and use openai:URL");
+    return std::unexpected(
+        "local:CKPT: the LibTorch model policy is not in this build yet; serve the checkpoint "
+        "with an OpenAI-compatible server and use openai:URL");
   }
   return std::unexpected("unknown policy '" + spec + "': expected openai:URL, replay:FILE, builtin or local:CKPT");
 }

@@ -14,7 +14,9 @@ const Json* member(const Json& object, const char* key) {
   return found == object.end() ? nullptr : &*found;
 }
 
-std::string string_or_empty(const Json* value) { return value && value->is_string() ? value->get<std::string>() : ""; }
+std::string string_or_empty(const Json* value) {
+  return value && value->is_string() ? value->get<std::string>() : "";
+}
 
 int64_t int_or(const Json* value, int64_t fallback) {
   return value && value->is_number_integer() ? value->get<int64_t>() : fallback;
@@ -84,8 +86,11 @@ class OpenAiPolicy : public Policy {
   }
 
   Json describe() const override {
-    Json sampling = {{"temperature", m_options.temperature}, {"top_p", m_options.top_p}, {"max_tokens", m_options.max_tokens},
-                     {"seed", m_options.send_seed ? Json("per episode") : Json(nullptr)}, {"logprobs", m_options.logprobs}};
+    Json sampling = {{"temperature", m_options.temperature},
+                     {"top_p", m_options.top_p},
+                     {"max_tokens", m_options.max_tokens},
+                     {"seed", m_options.send_seed ? Json("per episode") : Json(nullptr)},
+                     {"logprobs", m_options.logprobs}};
     return {{"name", "openai"}, {"url", m_url}, {"model", m_options.model}, {"sampling", sampling}};
   }
 
@@ -101,9 +106,12 @@ class OpenAiPolicy : public Policy {
 }  // namespace
 
 Json chat_completion_request(const Json& messages, const Json& tools, const PolicyOptions& options, uint64_t seed) {
-  Json request = {{"model", options.model},       {"messages", messages},
-                  {"tools", tools},               {"tool_choice", "auto"},
-                  {"temperature", options.temperature}, {"top_p", options.top_p},
+  Json request = {{"model", options.model},
+                  {"messages", messages},
+                  {"tools", tools},
+                  {"tool_choice", "auto"},
+                  {"temperature", options.temperature},
+                  {"top_p", options.top_p},
                   {"max_tokens", options.max_tokens}};
   // Servers take seeds as signed 64-bit at most; keep it in int range for all.
   if (options.send_seed) request["seed"] = seed & 0x7fffffff;
@@ -119,7 +127,8 @@ std::expected<AssistantTurn, std::string> parse_chat_completion(const std::strin
   if (reply.is_discarded()) return std::unexpected("reply is not JSON: " + json_parse_error(body));
   if (const Json* error = member(reply, "error")) {
     std::string message = string_or_empty(member(*error, "message"));
-    return std::unexpected("server error: " + (message.empty() ? error->dump(-1, ' ', false, Json::error_handler_t::replace) : message));
+    return std::unexpected("server error: " +
+                           (message.empty() ? error->dump(-1, ' ', false, Json::error_handler_t::replace) : message));
   }
   const Json* choices = member(reply, "choices");
   if (!choices || !choices->is_array() || choices->empty() || !member((*choices)[0], "message")) {
@@ -147,7 +156,8 @@ std::expected<AssistantTurn, std::string> parse_chat_completion(const std::strin
   return turn;
 }
 
-std::unique_ptr<Policy> make_openai_policy(const std::string& url, const PolicyOptions& options, HttpTransport transport) {
+std::unique_ptr<Policy> make_openai_policy(const std::string& url, const PolicyOptions& options,
+                                           HttpTransport transport) {
   return std::make_unique<OpenAiPolicy>(url, options, std::move(transport));
 }
 

@@ -49,7 +49,8 @@ TEST(ParseChatCompletionTest, ReadsStructuredCallsUsageAndLogprobs) {
 }
 
 TEST(ParseChatCompletionTest, FallsBackToCallsInTheText) {
-  auto turn = parse_chat_completion(R"({"choices": [{"message": {"content": "```json\n{\"name\": \"finish\", \"arguments\": {}}\n```"}}]})");
+  auto turn = parse_chat_completion(
+      R"({"choices": [{"message": {"content": "```json\n{\"name\": \"finish\", \"arguments\": {}}\n```"}}]})");
   ASSERT_TRUE(turn) << turn.error();
   ASSERT_EQ(turn->tool_calls.size(), 1u);
   EXPECT_EQ(turn->tool_calls[0].name, "finish");
@@ -61,9 +62,11 @@ TEST(ParseChatCompletionTest, SaysWhatIsWrongWithABadBody) {
   EXPECT_TRUE(parse_chat_completion("{\"choices\": [").error().starts_with("reply is not JSON: "));
   EXPECT_EQ(parse_chat_completion("{\"choices\": []}").error(), "not a chat completion: no choices[0].message");
   EXPECT_EQ(parse_chat_completion("[1]").error(), "not a chat completion: no choices[0].message");
-  EXPECT_EQ(parse_chat_completion(R"({"error": {"message": "model not found"}})").error(), "server error: model not found");
+  EXPECT_EQ(parse_chat_completion(R"({"error": {"message": "model not found"}})").error(),
+            "server error: model not found");
   // Wrong types in every field are no crash.
-  auto odd = parse_chat_completion(R"({"choices": [{"message": {"content": 5, "tool_calls": [3, {"function": 1}]}, "finish_reason": 2,
+  auto odd = parse_chat_completion(
+      R"({"choices": [{"message": {"content": 5, "tool_calls": [3, {"function": 1}]}, "finish_reason": 2,
       "logprobs": {"content": [{"logprob": "x"}]}}], "usage": {"prompt_tokens": "many"}})");
   ASSERT_TRUE(odd);
   EXPECT_TRUE(odd->tool_calls.empty());
@@ -78,7 +81,8 @@ TEST(OpenAiPolicyTest, PostsToChatCompletionsWithTheKeyAndReportsHttpFailures) {
   options.backoff_s = 0;
   std::vector<std::string> urls, auth;
   int calls = 0;
-  HttpTransport transport = [&](const std::string& url, const std::string&, const std::vector<std::string>& headers, const HttpOptions&) {
+  HttpTransport transport = [&](const std::string& url, const std::string&, const std::vector<std::string>& headers,
+                                const HttpOptions&) {
     urls.push_back(url);
     for (const auto& header : headers) {
       if (header.starts_with("Authorization:")) auth.push_back(header);

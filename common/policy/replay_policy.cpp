@@ -13,7 +13,8 @@ class ReplayPolicy : public Policy {
     m_next = 0;
     m_missing.clear();
     std::string task_id = info.task.is_object() && info.task.contains("id") && info.task["id"].is_string()
-                              ? info.task["id"].get<std::string>() : "";
+                              ? info.task["id"].get<std::string>()
+                              : "";
     const Json* chosen = find(task_id, info.sample);
     if (!chosen) {
       m_missing = m_path + ": no recorded trajectory for task '" + task_id + "'";
@@ -32,7 +33,8 @@ class ReplayPolicy : public Policy {
       return turn;
     }
     const Json& message = m_turns[m_next++];
-    if (message.contains("content") && message["content"].is_string()) turn.content = message["content"].get<std::string>();
+    if (message.contains("content") && message["content"].is_string())
+      turn.content = message["content"].get<std::string>();
     turn.finish_reason = "replay";
     auto calls = message.find("tool_calls");
     if (calls == message.end() || !calls->is_array()) return turn;
@@ -41,7 +43,8 @@ class ReplayPolicy : public Policy {
       const Json& function = call["function"];
       ToolCall tool_call;
       if (call.contains("id") && call["id"].is_string()) tool_call.id = call["id"].get<std::string>();
-      if (function.contains("name") && function["name"].is_string()) tool_call.name = function["name"].get<std::string>();
+      if (function.contains("name") && function["name"].is_string())
+        tool_call.name = function["name"].get<std::string>();
       auto arguments = function.find("arguments");
       if (arguments != function.end()) {
         tool_call.arguments = arguments->is_string() ? arguments->get<std::string>()
@@ -52,7 +55,9 @@ class ReplayPolicy : public Policy {
     return turn;
   }
 
-  Json describe() const override { return {{"name", "replay"}, {"file", m_path}, {"model", nullptr}, {"sampling", nullptr}}; }
+  Json describe() const override {
+    return {{"name", "replay"}, {"file", m_path}, {"model", nullptr}, {"sampling", nullptr}};
+  }
 
  private:
   static std::string task_id_of(const Json& trajectory) {

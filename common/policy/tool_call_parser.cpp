@@ -46,13 +46,18 @@ size_t object_end(const std::string& text, size_t begin) {
   for (size_t i = begin; i < text.size(); ++i) {
     char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
-    if (c == '"') in_string = true;
-    else if (c == '{') ++depth;
-    else if (c == '}' && --depth == 0) return i + 1;
+    if (c == '"')
+      in_string = true;
+    else if (c == '{')
+      ++depth;
+    else if (c == '}' && --depth == 0)
+      return i + 1;
   }
   return std::string::npos;
 }
@@ -76,7 +81,8 @@ std::vector<ToolCall> fenced_calls(const std::string& text) {
     size_t line_end = text.find('\n', at);
     if (line_end == std::string::npos) break;
     size_t end = text.find("```", line_end);
-    add_calls_from_json(text.substr(line_end + 1, end == std::string::npos ? std::string::npos : end - line_end - 1), calls);
+    add_calls_from_json(text.substr(line_end + 1, end == std::string::npos ? std::string::npos : end - line_end - 1),
+                        calls);
     if (end == std::string::npos) break;
     at = text.find("```", end + 3);
   }

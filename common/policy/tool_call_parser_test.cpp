@@ -6,8 +6,9 @@ namespace ca {
 namespace {
 
 TEST(ToolCallParserTest, ReadsHermesTags) {
-  auto calls = parse_text_tool_calls("Let me look.\n<tool_call>\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n</tool_call>\n"
-                                     "<tool_call>{\"name\": \"verify\", \"arguments\": {}}</tool_call>");
+  auto calls = parse_text_tool_calls(
+      "Let me look.\n<tool_call>\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n</tool_call>\n"
+      "<tool_call>{\"name\": \"verify\", \"arguments\": {}}</tool_call>");
   ASSERT_EQ(calls.size(), 2u);
   EXPECT_EQ(calls[0].name, "bash");
   EXPECT_EQ(Json::parse(calls[0].arguments)["command"], "ls");
@@ -23,8 +24,9 @@ TEST(ToolCallParserTest, ReadsAnUnclosedHermesTagAtTheEnd) {
 }
 
 TEST(ToolCallParserTest, ReadsFencedJsonBlocks) {
-  auto calls = parse_text_tool_calls("Now:\n```json\n{\"name\": \"glob\", \"parameters\": {\"pattern\": \"*.cu\"}}\n```\nthen\n```\n"
-                                     "{\"function\": {\"name\": \"profile\", \"arguments\": \"{}\"}}\n```");
+  auto calls = parse_text_tool_calls(
+      "Now:\n```json\n{\"name\": \"glob\", \"parameters\": {\"pattern\": \"*.cu\"}}\n```\nthen\n```\n"
+      "{\"function\": {\"name\": \"profile\", \"arguments\": \"{}\"}}\n```");
   ASSERT_EQ(calls.size(), 2u);
   EXPECT_EQ(calls[0].name, "glob");
   EXPECT_EQ(Json::parse(calls[0].arguments)["pattern"], "*.cu");
@@ -33,15 +35,17 @@ TEST(ToolCallParserTest, ReadsFencedJsonBlocks) {
 }
 
 TEST(ToolCallParserTest, ReadsBareObjectsWithBracesInStrings) {
-  auto calls = parse_text_tool_calls("Sure. {\"name\": \"bash\", \"arguments\": {\"command\": \"echo '}{'\"}} and done");
+  auto calls =
+      parse_text_tool_calls("Sure. {\"name\": \"bash\", \"arguments\": {\"command\": \"echo '}{'\"}} and done");
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(Json::parse(calls[0].arguments)["command"], "echo '}{'");
 }
 
 TEST(ToolCallParserTest, FindsNoCallInProseOrMalformedJson) {
-  for (const char* text : {"", "I am done.", "{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"", "<tool_call>{not json</tool_call>",
-                           "```json\n[1, 2\n```", "{\"arguments\": {}}", "{\"name\": 3}", "}}}{{{", "\xff\xfe{\"name\"",
-                           "```json\n{\"name\": \"x\"", "<tool_call>"}) {
+  for (const char* text :
+       {"", "I am done.", "{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"",
+        "<tool_call>{not json</tool_call>", "```json\n[1, 2\n```", "{\"arguments\": {}}", "{\"name\": 3}", "}}}{{{",
+        "\xff\xfe{\"name\"", "```json\n{\"name\": \"x\"", "<tool_call>"}) {
     EXPECT_TRUE(parse_text_tool_calls(text).empty()) << text;
   }
 }

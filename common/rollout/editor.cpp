@@ -58,7 +58,8 @@ FileEditor::FileEditor(std::string workspace, size_t output_budget) : m_budget(o
 std::expected<std::string, std::string> FileEditor::resolve(const std::string& path, Access access) const {
   if (path.empty()) return std::unexpected("empty path");
   fs::path given(path);
-  if (given.is_absolute()) return std::unexpected("path must be relative to the workspace root, e.g. kernels/kernel.cu");
+  if (given.is_absolute())
+    return std::unexpected("path must be relative to the workspace root, e.g. kernels/kernel.cu");
   std::error_code ec;
   // Symlinks the agent made (with bash) are followed here, so the check sees where a write would really land.
   fs::path real = fs::weakly_canonical(fs::path(m_root) / given, ec);
@@ -71,11 +72,13 @@ std::expected<std::string, std::string> FileEditor::resolve(const std::string& p
   return real.string();
 }
 
-std::expected<std::string, std::string> FileEditor::view(const std::string& path, const std::string& file, const Json& arguments) const {
+std::expected<std::string, std::string> FileEditor::view(const std::string& path, const std::string& file,
+                                                         const Json& arguments) const {
   std::error_code ec;
   if (fs::is_directory(file, ec)) {
     std::string listing;
-    for (auto it = fs::recursive_directory_iterator(file, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    for (auto it = fs::recursive_directory_iterator(file, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
       if (it.depth() > 1) {
         it.disable_recursion_pending();
         continue;
@@ -89,14 +92,15 @@ std::expected<std::string, std::string> FileEditor::view(const std::string& path
   auto lines = split_lines(*contents);
   int64_t first = 1, last = int64_t(lines.size());
   if (auto range = arguments.find("view_range"); range != arguments.end()) {
-    if (!range->is_array() || range->size() != 2 || !(*range)[0].is_number_integer() || !(*range)[1].is_number_integer()) {
+    if (!range->is_array() || range->size() != 2 || !(*range)[0].is_number_integer() ||
+        !(*range)[1].is_number_integer()) {
       return std::unexpected("view_range must be [first_line, last_line] (last_line -1: to the end)");
     }
     first = (*range)[0].get<int64_t>();
     last = (*range)[1].get<int64_t>() == -1 ? int64_t(lines.size()) : (*range)[1].get<int64_t>();
     if (first < 1 || first > last || last > int64_t(lines.size())) {
-      return std::unexpected("view_range [" + std::to_string(first) + ", " + std::to_string(last) + "] is outside the file's " +
-                             std::to_string(lines.size()) + " lines");
+      return std::unexpected("view_range [" + std::to_string(first) + ", " + std::to_string(last) +
+                             "] is outside the file's " + std::to_string(lines.size()) + " lines");
     }
   }
   std::string shown;
@@ -104,7 +108,8 @@ std::expected<std::string, std::string> FileEditor::view(const std::string& path
   return cut_middle(shown, m_budget);
 }
 
-std::expected<std::string, std::string> FileEditor::write(const std::string& path, const std::string& file, std::string contents) {
+std::expected<std::string, std::string> FileEditor::write(const std::string& path, const std::string& file,
+                                                          std::string contents) {
   std::error_code ec;
   std::optional<std::string> before;
   if (auto old = read_file(file)) before = std::move(*old);
@@ -121,7 +126,8 @@ std::expected<std::string, std::string> FileEditor::run(const Json& arguments) {
   if (!path) return std::unexpected(path.error());
   bool reads = *command == "view";
   if (!reads && *command != "create" && *command != "str_replace" && *command != "insert" && *command != "undo_edit") {
-    return std::unexpected("unknown command '" + *command + "': expected view, create, str_replace, insert or undo_edit");
+    return std::unexpected("unknown command '" + *command +
+                           "': expected view, create, str_replace, insert or undo_edit");
   }
   auto file = resolve(*path, reads ? Access::read : Access::write);
   if (!file) return std::unexpected(file.error());
@@ -136,7 +142,8 @@ std::expected<std::string, std::string> FileEditor::run(const Json& arguments) {
   }
   if (*command == "undo_edit") {
     auto history = m_history.find(*file);
-    if (history == m_history.end() || history->second.empty()) return std::unexpected("no edit of " + *path + " to undo");
+    if (history == m_history.end() || history->second.empty())
+      return std::unexpected("no edit of " + *path + " to undo");
     std::optional<std::string> before = std::move(history->second.back());
     history->second.pop_back();
     std::error_code ec;
@@ -144,12 +151,14 @@ std::expected<std::string, std::string> FileEditor::run(const Json& arguments) {
       fs::remove(*file, ec);
       return "undid the creation of " + *path;
     }
-    if (auto written = write_file_atomic(*file, *before); !written) return std::unexpected(*path + ": " + written.error());
+    if (auto written = write_file_atomic(*file, *before); !written)
+      return std::unexpected(*path + ": " + written.error());
     return "restored " + *path + " to before its last edit";
   }
   auto contents = read_file(*file);
   if (!contents) return std::unexpected(*path + ": no such file (create it first)");
-  auto new_str = arguments.contains("new_str") ? string_argument(arguments, "new_str") : std::expected<std::string, std::string>("");
+  auto new_str = arguments.contains("new_str") ? string_argument(arguments, "new_str")
+                                               : std::expected<std::string, std::string>("");
   if (!new_str) return std::unexpected(new_str.error());
   if (*command == "str_replace") {
     auto old_str = string_argument(arguments, "old_str");
@@ -158,7 +167,8 @@ std::expected<std::string, std::string> FileEditor::run(const Json& arguments) {
     size_t count = count_occurrences(*contents, *old_str);
     if (count != 1) {
       return std::unexpected(count == 0 ? "old_str does not occur in " + *path
-                                        : "old_str occurs " + std::to_string(count) + " times in " + *path + "; make it unique");
+                                        : "old_str occurs " + std::to_string(count) + " times in " + *path +
+                                              "; make it unique");
     }
     std::string edited = *contents;
     edited.replace(edited.find(*old_str), old_str->size(), *new_str);
@@ -167,7 +177,8 @@ std::expected<std::string, std::string> FileEditor::run(const Json& arguments) {
     return "replaced 1 occurrence in " + *path;
   }
   auto line = arguments.find("insert_line");
-  if (line == arguments.end() || !line->is_number_integer()) return std::unexpected("insert needs an integer insert_line");
+  if (line == arguments.end() || !line->is_number_integer())
+    return std::unexpected("insert needs an integer insert_line");
   auto lines = split_lines(*contents);
   int64_t after = line->get<int64_t>();
   if (after < 0 || after > int64_t(lines.size())) {

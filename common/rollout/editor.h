@@ -27,7 +27,8 @@ class FileEditor {
  private:
   enum class Access { read, write };
   std::expected<std::string, std::string> resolve(const std::string& path, Access access) const;
-  std::expected<std::string, std::string> view(const std::string& path, const std::string& file, const Json& arguments) const;
+  std::expected<std::string, std::string> view(const std::string& path, const std::string& file,
+                                               const Json& arguments) const;
   std::expected<std::string, std::string> write(const std::string& path, const std::string& file, std::string contents);
 
   std::string m_root;

@@ -39,14 +39,16 @@ TEST_F(FileEditorTest, CreatesEditsAndUndoes) {
   ASSERT_TRUE(editor.run({{"command", "undo_edit"}, {"path", "kernels/k.cu"}}));
   ASSERT_TRUE(editor.run({{"command", "undo_edit"}, {"path", "kernels/k.cu"}}));
   EXPECT_FALSE(fs::exists(m_root / "kernels/k.cu"));
-  EXPECT_EQ(editor.run({{"command", "undo_edit"}, {"path", "kernels/k.cu"}}).error(), "no edit of kernels/k.cu to undo");
+  EXPECT_EQ(editor.run({{"command", "undo_edit"}, {"path", "kernels/k.cu"}}).error(),
+            "no edit of kernels/k.cu to undo");
 }
 
 TEST_F(FileEditorTest, ViewsNumberedLinesRangesAndDirectories) {
   FileEditor editor(m_root.string(), 1000);
   EXPECT_EQ(editor.run({{"command", "view"}, {"path", "model.py"}}).value(), "1\ta\n2\tb\n3\tc\n");
   EXPECT_EQ(editor.run({{"command", "view"}, {"path", "model.py"}, {"view_range", {2, -1}}}).value(), "2\tb\n3\tc\n");
-  EXPECT_TRUE(editor.run({{"command", "view"}, {"path", "model.py"}, {"view_range", {3, 9}}}).error().find("outside") != std::string::npos);
+  EXPECT_TRUE(editor.run({{"command", "view"}, {"path", "model.py"}, {"view_range", {3, 9}}}).error().find("outside") !=
+              std::string::npos);
   std::string listing = editor.run({{"command", "view"}, {"path", "."}}).value();
   EXPECT_NE(listing.find("kernels/\n"), std::string::npos) << listing;
   EXPECT_NE(listing.find("model.py\n"), std::string::npos) << listing;
@@ -60,11 +62,14 @@ TEST_F(FileEditorTest, WritesOnlyUnderKernelsAndReadsOnlyInTheWorkspace) {
             "kernels/../model.py: files may be written only under kernels/");
   EXPECT_EQ(editor.run({{"command", "create"}, {"path", "kernels"}, {"file_text", "x"}}).error(),
             "kernels: files may be written only under kernels/");
-  EXPECT_TRUE(editor.run({{"command", "create"}, {"path", "/etc/x"}, {"file_text", "x"}}).error().starts_with("path must be relative"));
+  EXPECT_TRUE(editor.run({{"command", "create"}, {"path", "/etc/x"}, {"file_text", "x"}})
+                  .error()
+                  .starts_with("path must be relative"));
   EXPECT_EQ(editor.run({{"command", "view"}, {"path", "../x"}}).error(), "../x: outside the workspace");
   // A symlink the agent made with bash is followed before the check.
   fs::create_symlink("/etc", m_root / "kernels/escape");
-  EXPECT_EQ(editor.run({{"command", "view"}, {"path", "kernels/escape/passwd"}}).error(), "kernels/escape/passwd: outside the workspace");
+  EXPECT_EQ(editor.run({{"command", "view"}, {"path", "kernels/escape/passwd"}}).error(),
+            "kernels/escape/passwd: outside the workspace");
   fs::create_symlink(m_root / "model.py", m_root / "kernels/alias.cu");
   EXPECT_EQ(editor.run({{"command", "create"}, {"path", "kernels/alias.cu"}, {"file_text", "x"}}).error(),
             "kernels/alias.cu: files may be written only under kernels/");
@@ -76,7 +81,8 @@ TEST_F(FileEditorTest, ExplainsBadArguments) {
   ASSERT_TRUE(editor.run({{"command", "create"}, {"path", "kernels/k.cu"}, {"file_text", "aa aa"}}));
   EXPECT_EQ(editor.run({{"command", "str_replace"}, {"path", "kernels/k.cu"}, {"old_str", "aa"}}).error(),
             "old_str occurs 2 times in kernels/k.cu; make it unique");
-  EXPECT_EQ(editor.run({{"command", "str_replace"}, {"path", "kernels/k.cu"}, {"old_str", "b"}}).error(), "old_str does not occur in kernels/k.cu");
+  EXPECT_EQ(editor.run({{"command", "str_replace"}, {"path", "kernels/k.cu"}, {"old_str", "b"}}).error(),
+            "old_str does not occur in kernels/k.cu");
   EXPECT_EQ(editor.run({{"command", "str_replace"}, {"path", "kernels/none.cu"}, {"old_str", "b"}}).error(),
             "kernels/none.cu: no such file (create it first)");
   EXPECT_EQ(editor.run({{"command", "delete"}, {"path", "kernels/k.cu"}}).error(),

@@ -14,9 +14,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
-int64_t estimate_tokens(const std::string& text) { return int64_t(text.size() / 4); }
+int64_t estimate_tokens(const std::string& text) {
+  return int64_t(text.size() / 4);
+}
 
 // The first user message: the workspace's SKILL.md, model.py and task.json, as the agent would read them.
 std::expected<std::string, std::string> task_message(const std::string& workspace) {
@@ -28,7 +32,8 @@ std::expected<std::string, std::string> task_message(const std::string& workspac
   if (!task) return std::unexpected(task.error());
   return "Your workspace is the current directory. Its SKILL.md:\n\n" + *skill +
          "\n\nThe reference, model.py:\n\n```python\n" + *model + "```\n\nThe task record, task.json:\n\n```json\n" +
-         *task + "\n```\n\nWrite your kernel under kernels/, check it with verify and profile, and call finish when done.";
+         *task +
+         "\n```\n\nWrite your kernel under kernels/, check it with verify and profile, and call finish when done.";
 }
 
 Json assistant_message(const AssistantTurn& turn) {
@@ -36,14 +41,16 @@ Json assistant_message(const AssistantTurn& turn) {
   if (turn.tool_calls.empty()) return message;
   Json calls = Json::array();
   for (const auto& call : turn.tool_calls) {
-    calls.push_back({{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+    calls.push_back(
+        {{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
   }
   message["tool_calls"] = std::move(calls);
   return message;
 }
 
 Json turn_record(const AssistantTurn& turn, double wall_s) {
-  Json record = {{"wall_s", wall_s}, {"finish_reason", turn.finish_reason},
+  Json record = {{"wall_s", wall_s},
+                 {"finish_reason", turn.finish_reason},
                  {"prompt_tokens", turn.prompt_tokens < 0 ? Json(nullptr) : Json(turn.prompt_tokens)},
                  {"completion_tokens", turn.completion_tokens < 0 ? Json(nullptr) : Json(turn.completion_tokens)}};
   if (!turn.token_ids.empty()) record["token_ids"] = turn.token_ids;
@@ -56,14 +63,17 @@ Json turn_record(const AssistantTurn& turn, double wall_s) {
 }  // namespace
 
 std::string system_prompt(const std::string& backend) {
-  std::string device = backend == "cuda" ? "a CUDA kernel (.cu, built with nvcc)" : "a C++ kernel (.cpp, built with g++)";
+  std::string device =
+      backend == "cuda" ? "a CUDA kernel (.cu, built with nvcc)" : "a C++ kernel (.cpp, built with g++)";
   return "You are an expert performance engineer. Your job: replace a PyTorch reference program with " + device +
          " that computes the same outputs, faster than both PyTorch eager and torch.compile. The workspace's SKILL.md "
          "states the kernel ABI, the inputs and outputs, the tolerances and what is forbidden.\n\n"
          "Tools: bash (runs in a sandbox: no GPU, no network, only kernels/ and /tmp writable), str_replace_editor "
-         "(view any workspace file, write only under kernels/), glob, verify (builds kernels/ and checks it against the "
+         "(view any workspace file, write only under kernels/), glob, verify (builds kernels/ and checks it against "
+         "the "
          "reference), profile (times it against eager and torch.compile), finish (ends the episode). Call one or more "
-         "tools in each turn. After finish, the harness verifies and profiles kernels/ itself: the reward is -1 if it is "
+         "tools in each turn. After finish, the harness verifies and profiles kernels/ itself: the reward is -1 if it "
+         "is "
          "wrong, 1 if correct, 2 if more than 5% faster than eager, 3 if more than 5% faster than torch.compile too.";
 }
 
@@ -74,11 +84,22 @@ Json run_episode(const Json& task, int sample, uint64_t seed, Policy& policy, co
   std::string workspace = (fs::path(options.work_dir) / name).string();
   std::string scratch = workspace + ".judge";
   Json tools = tool_schemas();
-  Json record = {{"kind", "trajectory"}, {"id", task_id + "#" + std::to_string(sample)}, {"task_id", task_id},
-                 {"sample", sample}, {"seed", seed}, {"backend", options.tools.backend}, {"policy", policy.describe()},
-                 {"limits", {{"max_turns", options.limits.max_turns}, {"max_context_tokens", options.limits.max_context_tokens},
-                             {"max_wall_s", options.limits.max_wall_s}}},
-                 {"tools", tools}, {"messages", Json::array()}, {"turns", Json::array()}, {"end", nullptr}, {"error", nullptr}};
+  Json record = {{"kind", "trajectory"},
+                 {"id", task_id + "#" + std::to_string(sample)},
+                 {"task_id", task_id},
+                 {"sample", sample},
+                 {"seed", seed},
+                 {"backend", options.tools.backend},
+                 {"policy", policy.describe()},
+                 {"limits",
+                  {{"max_turns", options.limits.max_turns},
+                   {"max_context_tokens", options.limits.max_context_tokens},
+                   {"max_wall_s", options.limits.max_wall_s}}},
+                 {"tools", tools},
+                 {"messages", Json::array()},
+                 {"turns", Json::array()},
+                 {"end", nullptr},
+                 {"error", nullptr}};
   Json& messages = record["messages"];
   auto end = [&](const std::string& reason, const std::string& detail = "") {
     record["end"] = {{"reason", reason}, {"turns", record["turns"].size()}, {"wall_s", seconds_since(start)}};
@@ -124,9 +145,9 @@ Json run_episode(const Json& task, int sample, uint64_t seed, Policy& policy, co
     auto turn = policy.next(messages, tools);
     if (!turn) {
       if (interrupted()) {
-      end("interrupted");
-      return record;
-    }
+        end("interrupted");
+        return record;
+      }
       record["error"] = "policy: " + turn.error().message;
       end("policy_error", turn.error().message);
       break;
@@ -135,7 +156,8 @@ Json run_episode(const Json& task, int sample, uint64_t seed, Policy& policy, co
     for (size_t i = 0; i < turn->tool_calls.size(); ++i) {
       ToolCall& call = turn->tool_calls[i];
       // Ids must be unique in the conversation; text-parsed calls and some servers give none.
-      if (call.id.empty() || call.id.starts_with("text_call_")) call.id = "call_" + std::to_string(index) + "_" + std::to_string(i);
+      if (call.id.empty() || call.id.starts_with("text_call_"))
+        call.id = "call_" + std::to_string(index) + "_" + std::to_string(i);
     }
     messages.push_back(assistant_message(*turn));
     record["turns"].push_back(turn_record(*turn, seconds_since(turn_start)));
@@ -146,13 +168,14 @@ Json run_episode(const Json& task, int sample, uint64_t seed, Policy& policy, co
       auto call_start = Clock::now();
       ToolResult result = toolbox.call(call);
       tool_log.push_back({{"name", call.name}, {"ok", result.ok}, {"wall_s", seconds_since(call_start)}});
-      messages.push_back({{"role", "tool"}, {"tool_call_id", call.id}, {"name", call.name}, {"content", result.content}});
+      messages.push_back(
+          {{"role", "tool"}, {"tool_call_id", call.id}, {"name", call.name}, {"content", result.content}});
       added += result.content;
       finished = finished || result.finish;
       if (interrupted()) {
-      end("interrupted");
-      return record;
-    }
+        end("interrupted");
+        return record;
+      }
     }
     bool reported = turn->prompt_tokens >= 0 && turn->completion_tokens >= 0;
     context_tokens = reported ? turn->prompt_tokens + turn->completion_tokens + estimate_tokens(added)
@@ -178,7 +201,8 @@ Json run_episode(const Json& task, int sample, uint64_t seed, Policy& policy, co
       return record;
     }
     std::string message = "judge: " + judged.error();
-    record["error"] = record["error"].is_null() ? Json(message) : Json(record["error"].get<std::string>() + "; " + message);
+    record["error"] =
+        record["error"].is_null() ? Json(message) : Json(record["error"].get<std::string>() + "; " + message);
   }
   record["judge_wall_s"] = seconds_since(judge_start);
   auto packed = pack_base64(workspace + "/kernels", scratch);

@@ -14,17 +14,17 @@
 namespace ca {
 
 struct EpisodeLimits {
-  int max_turns = 200;                   // the paper's
-  int64_t max_context_tokens = 131072;   // reported by the policy, else estimated as characters / 4
-  double max_wall_s = 7200;              // the whole episode before the judgement
+  int max_turns = 200;                  // the paper's
+  int64_t max_context_tokens = 131072;  // reported by the policy, else estimated as characters / 4
+  double max_wall_s = 7200;             // the whole episode before the judgement
 };
 
 struct EpisodeOptions {
   EpisodeLimits limits;
   ToolOptions tools;
   JudgeOptions judge;
-  std::string work_dir;          // workspaces go to <work_dir>/<task id>-s<sample>
-  bool keep_workspace = false;   // leave the workspace and the judge's files behind
+  std::string work_dir;         // workspaces go to <work_dir>/<task id>-s<sample>
+  bool keep_workspace = false;  // leave the workspace and the judge's files behind
 };
 
 /// The system prompt for `backend`.

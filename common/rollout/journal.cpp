@@ -1,9 +1,9 @@
 #include "rollout/journal.h"
 
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
 
 #include "util/atomic_file.h"
 
@@ -12,7 +12,9 @@ namespace ca {
 Journal::Journal(std::string path, int fd) : m_path(std::move(path)), m_fd(fd) {}
 
 Journal::Journal(Journal&& other) noexcept
-    : m_path(std::move(other.m_path)), m_fd(std::exchange(other.m_fd, -1)), m_done(std::move(other.m_done)),
+    : m_path(std::move(other.m_path)),
+      m_fd(std::exchange(other.m_fd, -1)),
+      m_done(std::move(other.m_done)),
       m_mutex(std::move(other.m_mutex)) {}
 
 Journal::~Journal() {
@@ -29,10 +31,12 @@ std::expected<Journal, std::string> Journal::open(const std::string& path, bool 
   Journal journal(path, fd);
   auto text = read_file(path);
   if (!text) return std::unexpected(text.error());
-  if (!text->empty() && !resume) return std::unexpected(path + ": exists and is not empty; pass --resume to finish that run");
+  if (!text->empty() && !resume)
+    return std::unexpected(path + ": exists and is not empty; pass --resume to finish that run");
   // A kill mid-write leaves a last line without its newline: it is no record, and the next append must start a line.
   size_t whole = text->rfind('\n') == std::string::npos ? 0 : text->rfind('\n') + 1;
-  if (whole < text->size() && ::ftruncate(fd, off_t(whole)) != 0) return std::unexpected(path + ": " + std::strerror(errno));
+  if (whole < text->size() && ::ftruncate(fd, off_t(whole)) != 0)
+    return std::unexpected(path + ": " + std::strerror(errno));
   size_t line = 0;
   for (size_t start = 0; start < whole;) {
     size_t end = text->find('\n', start);
@@ -60,7 +64,8 @@ std::expected<void, std::string> Journal::append(const Json& record) {
   for (size_t written = 0; written < line.size();) {
     ssize_t n = ::write(m_fd, line.data() + written, line.size() - written);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return std::unexpected(errno == EPIPE ? std::string("broken pipe") : m_path + ": " + std::strerror(errno));
+    if (n < 0)
+      return std::unexpected(errno == EPIPE ? std::string("broken pipe") : m_path + ": " + std::strerror(errno));
     written += size_t(n);
   }
   // /dev/null and pipes cannot be synced (EINVAL); what they take is all there is.

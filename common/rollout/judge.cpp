@@ -42,7 +42,8 @@ std::expected<Json, std::string> workspace_kernels_candidate(const Json& task, c
   std::error_code ec;
   fs::path root(workspace);
   std::vector<std::string> paths;
-  for (auto it = fs::recursive_directory_iterator(root / "kernels", ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(root / "kernels", ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (it->is_regular_file(ec) && !it->is_symlink(ec)) paths.push_back(fs::relative(it->path(), root, ec).string());
   }
   if (ec) return std::unexpected(workspace + "/kernels: " + ec.message());
@@ -52,16 +53,18 @@ std::expected<Json, std::string> workspace_kernels_candidate(const Json& task, c
     if (!contents) return std::unexpected(contents.error());
     files[path] = std::move(*contents);
   }
-  return Json{{"kind", "candidate"}, {"id", id}, {"task_id", task.value("id", Json())}, {"backend", backend},
-              {"task", task}, {"files", std::move(files)}};
+  return Json{{"kind", "candidate"}, {"id", id},     {"task_id", task.value("id", Json())},
+              {"backend", backend},  {"task", task}, {"files", std::move(files)}};
 }
 
-std::expected<Json, std::string> judge_candidate(const Json& candidate, const std::string& scratch, const JudgeOptions& options) {
+std::expected<Json, std::string> judge_candidate(const Json& candidate, const std::string& scratch,
+                                                 const JudgeOptions& options) {
   std::string input = scratch + "/candidate.jsonl", verified = scratch + "/verified.jsonl",
               profiled = scratch + "/profiled.jsonl", rewarded = scratch + "/rewarded.jsonl";
   auto written = write_file_atomic(input, candidate.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n");
   if (!written) return std::unexpected(written.error());
-  if (auto ran = run_stage({options.bin_dir + "/ca-verify", input, "-o", verified}, verified, options.timeout_s); !ran) {
+  if (auto ran = run_stage({options.bin_dir + "/ca-verify", input, "-o", verified}, verified, options.timeout_s);
+      !ran) {
     return std::unexpected(ran.error());
   }
   std::string judged = verified;
@@ -71,7 +74,8 @@ std::expected<Json, std::string> judge_candidate(const Json& candidate, const st
     if (auto ran = run_stage(argv, profiled, options.timeout_s); !ran) return std::unexpected(ran.error());
     judged = profiled;
   }
-  if (auto ran = run_stage({options.bin_dir + "/ca-reward", judged, "-o", rewarded}, rewarded, options.timeout_s); !ran) {
+  if (auto ran = run_stage({options.bin_dir + "/ca-reward", judged, "-o", rewarded}, rewarded, options.timeout_s);
+      !ran) {
     return std::unexpected(ran.error());
   }
   auto text = read_file(rewarded);

@@ -12,11 +12,11 @@
 namespace ca {
 
 struct JudgeOptions {
-  std::string bin_dir;          // where ca-verify, ca-profile and ca-reward are
+  std::string bin_dir;  // where ca-verify, ca-profile and ca-reward are
   std::string backend = "cpu";
-  bool profile = true;          // false: no ca-profile (the reward is then at most 1, and says so)
-  bool compile = true;          // false: ca-profile --no-compile (the reward is then at most 2)
-  double timeout_s = 3600;      // each of the three tools
+  bool profile = true;      // false: no ca-profile (the reward is then at most 1, and says so)
+  bool compile = true;      // false: ca-profile --no-compile (the reward is then at most 2)
+  double timeout_s = 3600;  // each of the three tools
 };
 
 /// The candidate record of `workspace`'s kernels/ (every regular file, by its
@@ -29,7 +29,8 @@ std::expected<Json, std::string> workspace_kernels_candidate(const Json& task, c
 /// `scratch` (an existing directory), and returns the judged record (verify,
 /// profile, reward). Errors: a tool that cannot start, fails without a record
 /// (its last stderr line), or is interrupted ("interrupted").
-std::expected<Json, std::string> judge_candidate(const Json& candidate, const std::string& scratch, const JudgeOptions& options);
+std::expected<Json, std::string> judge_candidate(const Json& candidate, const std::string& scratch,
+                                                 const JudgeOptions& options);
 
 /// `dir` packed as a .tar.gz (sandbox/snapshot.h) and base64-encoded, for the trajectory.
 std::expected<std::string, std::string> pack_base64(const std::string& dir, const std::string& scratch);

@@ -56,15 +56,16 @@ std::expected<std::vector<Json>, ExitCode> load_tasks(const std::vector<std::str
 std::expected<Shard, std::string> parse_shard(const std::string& text) {
   Shard shard;
   char tail = 0;
-  if (std::sscanf(text.c_str(), "%d/%d%c", &shard.index, &shard.count, &tail) != 2 || shard.count < 1 || shard.index < 0 ||
-      shard.index >= shard.count) {
+  if (std::sscanf(text.c_str(), "%d/%d%c", &shard.index, &shard.count, &tail) != 2 || shard.count < 1 ||
+      shard.index < 0 || shard.index >= shard.count) {
     return std::unexpected("expected I/N with 0 <= I < N, e.g. 0/4, got '" + text + "'");
   }
   return shard;
 }
 
 bool in_shard(const std::string& task_id, const Shard& shard) {
-  return std::strtoull(sha256_hex(task_id).substr(0, 15).c_str(), nullptr, 16) % uint64_t(shard.count) == uint64_t(shard.index);
+  return std::strtoull(sha256_hex(task_id).substr(0, 15).c_str(), nullptr, 16) % uint64_t(shard.count) ==
+         uint64_t(shard.index);
 }
 
 uint64_t episode_seed(uint64_t seed, const std::string& task_id, int sample) {
@@ -116,7 +117,8 @@ ExitCode run_rollout(const RolloutOptions& options) {
       const Json& task = *jobs[i].task;
       std::string id = task["id"].get<std::string>();
       auto policy = make_policy(options.policy_spec, options.policy);
-      Json record = run_episode(task, jobs[i].sample, episode_seed(options.seed, id, jobs[i].sample), **policy, episode);
+      Json record =
+          run_episode(task, jobs[i].sample, episode_seed(options.seed, id, jobs[i].sample), **policy, episode);
       if (record["end"].value("reason", "") == "interrupted") return;
       if (!record["error"].is_null()) {
         ++with_error;

@@ -18,7 +18,7 @@ struct RolloutOptions {
   std::string output = "-";
   std::string policy_spec;
   PolicyOptions policy;
-  EpisodeOptions episode;       // work_dir "": a temporary directory, removed at the end
+  EpisodeOptions episode;  // work_dir "": a temporary directory, removed at the end
   int samples = 1;
   int shard_index = 0;
   int shard_count = 1;

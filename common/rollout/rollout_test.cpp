@@ -62,7 +62,8 @@ TEST_F(JournalTest, ResumesFromWhatIsThereAndDropsATornLastLine) {
   EXPECT_EQ(journal->done(), (std::set<std::pair<std::string, int>>{{"a", 0}, {"a", 1}}));
   ASSERT_TRUE(journal->append({{"kind", "trajectory"}, {"task_id", "b"}, {"sample", 0}}));
   EXPECT_EQ(read_file(m_path).value(),
-            "{\"kind\":\"trajectory\",\"task_id\":\"a\",\"sample\":0}\n{\"kind\":\"trajectory\",\"task_id\":\"a\",\"sample\":1}\n"
+            "{\"kind\":\"trajectory\",\"task_id\":\"a\",\"sample\":0}\n{\"kind\":\"trajectory\",\"task_id\":\"a\","
+            "\"sample\":1}\n"
             "{\"kind\":\"trajectory\",\"task_id\":\"b\",\"sample\":0}\n");
 }
 

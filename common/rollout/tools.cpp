@@ -1,9 +1,9 @@
 #include "rollout/tools.h"
 
+#include <fnmatch.h>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fnmatch.h>
 
 #include "util/subprocess.h"
 
@@ -13,13 +13,19 @@ namespace {
 
 Json function_schema(const std::string& name, const std::string& description, Json properties, Json required) {
   return {{"type", "function"},
-          {"function", {{"name", name}, {"description", description},
-                        {"parameters", {{"type", "object"}, {"properties", std::move(properties)}, {"required", std::move(required)}}}}}};
+          {"function",
+           {{"name", name},
+            {"description", description},
+            {"parameters",
+             {{"type", "object"}, {"properties", std::move(properties)}, {"required", std::move(required)}}}}}};
 }
 
-ToolResult failure(std::string message) { return {"error: " + std::move(message), false, false}; }
+ToolResult failure(std::string message) {
+  return {"error: " + std::move(message), false, false};
+}
 
-bool glob_match_parts(const std::vector<std::string>& pattern, size_t p, const std::vector<std::string>& path, size_t q) {
+bool glob_match_parts(const std::vector<std::string>& pattern, size_t p, const std::vector<std::string>& path,
+                      size_t q) {
   if (p == pattern.size()) return q == path.size();
   if (pattern[p] == "**") {
     for (size_t skip = q; skip <= path.size(); ++skip) {
@@ -51,11 +57,12 @@ bool glob_match(const std::string& pattern, const std::string& path) {
 
 Json tool_schemas() {
   return Json::array({
-      function_schema("bash",
-                      "Run a bash command in the workspace's sandbox (the workspace root is the current directory; only "
-                      "kernels/ and /tmp are writable; no GPU, no network; time-limited). Returns its exit status and "
-                      "output, the middle cut when long.",
-                      {{"command", {{"type", "string"}, {"description", "The command line, run by bash -c"}}}}, {"command"}),
+      function_schema(
+          "bash",
+          "Run a bash command in the workspace's sandbox (the workspace root is the current directory; only "
+          "kernels/ and /tmp are writable; no GPU, no network; time-limited). Returns its exit status and "
+          "output, the middle cut when long.",
+          {{"command", {{"type", "string"}, {"description", "The command line, run by bash -c"}}}}, {"command"}),
       function_schema(
           "str_replace_editor",
           "View, create and edit files. Paths are relative to the workspace root; view reads any file or directory of "
@@ -64,27 +71,37 @@ Json tool_schemas() {
            {"path", {{"type", "string"}, {"description", "e.g. kernels/kernel.cu or model.py"}}},
            {"file_text", {{"type", "string"}, {"description", "create: the whole file"}}},
            {"old_str", {{"type", "string"}, {"description", "str_replace: text that occurs exactly once"}}},
-           {"new_str", {{"type", "string"}, {"description", "str_replace: its replacement; insert: the lines to insert"}}},
-           {"insert_line", {{"type", "integer"}, {"description", "insert: the line after which new_str goes (0: at the top)"}}},
-           {"view_range", {{"type", "array"}, {"items", {{"type", "integer"}}}, {"description", "view: [first, last] lines, last -1 for the end"}}}},
+           {"new_str",
+            {{"type", "string"}, {"description", "str_replace: its replacement; insert: the lines to insert"}}},
+           {"insert_line",
+            {{"type", "integer"}, {"description", "insert: the line after which new_str goes (0: at the top)"}}},
+           {"view_range",
+            {{"type", "array"},
+             {"items", {{"type", "integer"}}},
+             {"description", "view: [first, last] lines, last -1 for the end"}}}},
           {"command", "path"}),
-      function_schema("glob", "List the workspace's files whose path matches a glob pattern (*, ?, ** across directories).",
+      function_schema("glob",
+                      "List the workspace's files whose path matches a glob pattern (*, ?, ** across directories).",
                       {{"pattern", {{"type", "string"}, {"description", "e.g. kernels/*.cu or **/*.h"}}}}, {"pattern"}),
       function_schema("verify",
                       "Build the kernels under kernels/ and check them against the reference on fresh inputs; returns "
                       "[PASS]/[FAIL] lines.",
                       Json::object(), Json::array()),
-      function_schema("profile",
-                      "Time the kernels against PyTorch eager and torch.compile; returns 'Torch Baseline: ... us, Torch "
-                      "Compile: ... us, CUDA Extension: ... us'.",
-                      Json::object(), Json::array()),
+      function_schema(
+          "profile",
+          "Time the kernels against PyTorch eager and torch.compile; returns 'Torch Baseline: ... us, Torch "
+          "Compile: ... us, CUDA Extension: ... us'.",
+          Json::object(), Json::array()),
       function_schema("finish", "End the episode; the harness then verifies and profiles kernels/ itself.",
-                      {{"message", {{"type", "string"}, {"description", "A short summary of what was done"}}}}, Json::array()),
+                      {{"message", {{"type", "string"}, {"description", "A short summary of what was done"}}}},
+                      Json::array()),
   });
 }
 
 Toolbox::Toolbox(std::string workspace, ToolOptions options)
-    : m_workspace(std::move(workspace)), m_options(std::move(options)), m_editor(m_workspace, m_options.output_budget) {}
+    : m_workspace(std::move(workspace)),
+      m_options(std::move(options)),
+      m_editor(m_workspace, m_options.output_budget) {}
 
 ToolResult Toolbox::run(const std::vector<std::string>& argv, double timeout_s) {
   SubprocessOptions options;
@@ -118,7 +135,8 @@ ToolResult Toolbox::glob(const Json& arguments) {
   if (pattern == arguments.end() || !pattern->is_string()) return failure("glob needs a string argument 'pattern'");
   std::string matches;
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(m_workspace, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(m_workspace, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
     std::string relative = fs::relative(it->path(), m_workspace, ec).string();
     if (glob_match(pattern->get<std::string>(), relative)) matches += relative + "\n";
   }
@@ -126,7 +144,8 @@ ToolResult Toolbox::glob(const Json& arguments) {
 }
 
 ToolResult Toolbox::check(const std::string& tool) {
-  std::vector<std::string> argv = {m_options.bin_dir + "/ca-" + tool, "--workspace", m_workspace, "--backend", m_options.backend};
+  std::vector<std::string> argv = {m_options.bin_dir + "/ca-" + tool, "--workspace", m_workspace, "--backend",
+                                   m_options.backend};
   if (tool == "profile" && !m_options.profile_compile) argv.push_back("--no-compile");
   return run(argv, m_options.check_timeout_s);
 }
@@ -149,7 +168,8 @@ ToolResult Toolbox::call(const ToolCall& call) {
   if (call.name == "glob") return glob(arguments);
   if (call.name == "verify" || call.name == "profile") return check(call.name);
   if (call.name == "finish") return {"finished", true, true};
-  return failure("unknown tool '" + call.name + "': the tools are bash, str_replace_editor, glob, verify, profile, finish");
+  return failure("unknown tool '" + call.name +
+                 "': the tools are bash, str_replace_editor, glob, verify, profile, finish");
 }
 
 }  // namespace ca

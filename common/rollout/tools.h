@@ -13,22 +13,22 @@
 namespace ca {
 
 struct ToolOptions {
-  std::string bin_dir;               // where ca-sandbox, ca-verify and ca-profile are
-  std::string backend = "cpu";       // "cpu" or "cuda"
-  double bash_timeout_s = 120;       // one bash command, in the sandbox
-  double check_timeout_s = 900;      // one verify or profile, queueing on the device lease included
-  size_t output_budget = 16000;      // characters of one tool result; the middle is cut
+  std::string bin_dir;           // where ca-sandbox, ca-verify and ca-profile are
+  std::string backend = "cpu";   // "cpu" or "cuda"
+  double bash_timeout_s = 120;   // one bash command, in the sandbox
+  double check_timeout_s = 900;  // one verify or profile, queueing on the device lease included
+  size_t output_budget = 16000;  // characters of one tool result; the middle is cut
   size_t max_argument_bytes = 1 << 20;
-  bool profile_compile = true;       // false: profile without the torch.compile baseline (--no-compile)
+  bool profile_compile = true;  // false: profile without the torch.compile baseline (--no-compile)
 };
 
 /// The tools' OpenAI function schemas ([{"type": "function", "function": {...}}]).
 Json tool_schemas();
 
 struct ToolResult {
-  std::string content;   // what the policy reads
-  bool ok = true;        // false: the call failed (bad arguments, a failing command, a failed check)
-  bool finish = false;   // the call was `finish`
+  std::string content;  // what the policy reads
+  bool ok = true;       // false: the call failed (bad arguments, a failing command, a failed check)
+  bool finish = false;  // the call was `finish`
 };
 
 class Toolbox {

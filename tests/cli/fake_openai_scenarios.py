@@ -120,7 +120,7 @@ def check(directory):
     assert len(log) == 3 and r["end"]["reason"] == "finish" and r["error"] is None, (len(log), r["end"], r["error"])
 
     for name, words in [("server_error", ["HTTP 500: internal error", "after 3 attempts"]),
-                        ("timeout", ["timed out after 2", "after 3 attempts"]),
+                        ("timeout", ["timed out after 1", "after 3 attempts"]),
                         ("reset", ["after 3 attempts"]),
                         ("truncated", ["reply is not JSON"])]:
         r, log = load(directory, name)

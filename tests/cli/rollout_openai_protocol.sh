@@ -15,9 +15,12 @@ for name in $names; do
   python3 "$HERE/fake_openai_server.py" "$WORK/$name.json" "$WORK/$name.log.jsonl" >"$WORK/$name.port" &
   server=$!
   until [ -s "$WORK/$name.port" ] || ! kill -0 "$server" 2>/dev/null; do sleep 0.05; done
+  # Only the timeout scenario has a short request timeout: the others must not depend on the machine's speed.
+  timeout=60
+  [ "$name" = timeout ] && timeout=1
   SEKRIT_KEY=sekrit run "$CA_BIN/ca-rollout" --policy "openai:http://127.0.0.1:$(cat "$WORK/$name.port")/v1/" --api-key-env SEKRIT_KEY \
     --model tiny --temperature 0.5 --top-p 0.9 --max-tokens 256 --seed 7 --logprobs --max-turns 4 \
-    --retries 2 --backoff 0.01 --request-timeout 2 --no-final-profile "$WORK/tasks.jsonl" -o "$WORK/$name.out.jsonl"
+    --retries 2 --backoff 0.01 --request-timeout "$timeout" --no-final-profile "$WORK/tasks.jsonl" -o "$WORK/$name.out.jsonl"
   kill "$server"
   wait "$server" 2>/dev/null
   case $name in
