@@ -23,7 +23,6 @@ class BuiltinPolicy final : public Policy {
     m_backend = parse_backend(info.backend).value_or(Backend::cpu);
     m_attempts.clear();
     m_order.clear();
-    m_uncovered.clear();
     m_program_error.clear();
     m_turn = 0;
     auto program = parse_program(info.task.value("program", Json::object()));
@@ -44,12 +43,18 @@ class BuiltinPolicy final : public Policy {
     std::string result = last_tool_result(messages);
     m_has_profile = offers_tool(tools, "profile");
     switch (m_phase) {
-      case Phase::start: return start();
-      case Phase::wrote: return after_write(result);
-      case Phase::verified: return after_verify(result);
-      case Phase::profiled: return after_profile(result);
-      case Phase::recreated: return finish_with_best();
-      case Phase::done: break;
+      case Phase::start:
+        return start();
+      case Phase::wrote:
+        return after_write(result);
+      case Phase::verified:
+        return after_verify(result);
+      case Phase::profiled:
+        return after_profile(result);
+      case Phase::recreated:
+        return finish_with_best();
+      case Phase::done:
+        break;
     }
     return finish("The episode is over.", Json::object());
   }
@@ -100,10 +105,10 @@ class BuiltinPolicy final : public Policy {
     for (const std::string& pattern : written->patterns) patterns += (patterns.empty() ? "" : ", ") + pattern;
     m_attempts.push_back(attempt);
     m_phase = Phase::wrote;
-    std::string text = "Writing variant " + std::to_string(m_attempts.size()) + " of " + std::to_string(m_order.size()) +
-                       " (" + attempt.describe + "); the program fuses as: " + patterns + ".";
-    return call(text, "str_replace_editor",
-                {{"command", "create"}, {"path", m_path}, {"file_text", attempt.source}},
+    std::string text = "Writing variant " + std::to_string(m_attempts.size()) + " of " +
+                       std::to_string(m_order.size()) + " (" + attempt.describe +
+                       "); the program fuses as: " + patterns + ".";
+    return call(text, "str_replace_editor", {{"command", "create"}, {"path", m_path}, {"file_text", attempt.source}},
                 {{"variant", variant}, {"patterns", written->patterns}});
   }
 
@@ -157,16 +162,18 @@ class BuiltinPolicy final : public Policy {
     Json extra = {{"kept_variant", chosen->variant}, {"variants_tried", m_attempts.size()}};
     if (m_phase != Phase::recreated && chosen != &m_attempts.back()) {
       m_phase = Phase::recreated;
-      return call("Variant " + std::to_string(chosen - m_attempts.data() + 1) + " (" + chosen->describe + ") was the fastest" +
-                      timing + "; writing it back.",
-                  "str_replace_editor", {{"command", "create"}, {"path", m_path}, {"file_text", chosen->source}}, extra);
-    }
-    return finish("Kept variant " + std::to_string(chosen - m_attempts.data() + 1) + " (" + chosen->describe + ")" + timing + ".",
+      return call("Variant " + std::to_string(chosen - m_attempts.data() + 1) + " (" + chosen->describe +
+                      ") was the fastest" + timing + "; writing it back.",
+                  "str_replace_editor", {{"command", "create"}, {"path", m_path}, {"file_text", chosen->source}},
                   extra);
+    }
+    return finish(
+        "Kept variant " + std::to_string(chosen - m_attempts.data() + 1) + " (" + chosen->describe + ")" + timing + ".",
+        extra);
   }
 
-  std::expected<AssistantTurn, PolicyError> call(const std::string& text, const std::string& tool, const Json& arguments,
-                                                 Json extra) {
+  std::expected<AssistantTurn, PolicyError> call(const std::string& text, const std::string& tool,
+                                                 const Json& arguments, Json extra) {
     AssistantTurn turn;
     turn.content = text;
     turn.tool_calls.push_back({"call_" + std::to_string(m_turn), tool, arguments.dump()});
@@ -185,7 +192,6 @@ class BuiltinPolicy final : public Policy {
   Backend m_backend = Backend::cpu;
   Program m_program;
   std::string m_program_error;
-  std::vector<Uncovered> m_uncovered;
   std::vector<int> m_order;
   std::vector<Attempt> m_attempts;
   std::string m_path;
@@ -195,6 +201,8 @@ class BuiltinPolicy final : public Policy {
 
 }  // namespace
 
-std::unique_ptr<Policy> make_builtin_policy(const BuiltinOptions& options) { return std::make_unique<BuiltinPolicy>(options); }
+std::unique_ptr<Policy> make_builtin_policy(const BuiltinOptions& options) {
+  return std::make_unique<BuiltinPolicy>(options);
+}
 
 }  // namespace ca

@@ -7,15 +7,16 @@
 #include <sstream>
 
 #include "policy/builtin/emit_util.h"
-#include "policy/builtin/ops.h"
 #include "policy/builtin/graph.h"
+#include "policy/builtin/ops.h"
 
 namespace ca::builtin {
 namespace {
 
 class Emitter {
  public:
-  Emitter(const Plan& plan, Backend backend, const Variant& variant) : m_plan(plan), m_cuda(backend == Backend::cuda), m_variant(variant) {}
+  Emitter(const Plan& plan, Backend backend, const Variant& variant)
+      : m_plan(plan), m_cuda(backend == Backend::cuda), m_variant(variant) {}
 
   std::string run() {
     prelude();
@@ -52,7 +53,8 @@ class Emitter {
     m_out << "typedef " << (m_variant.double_accumulators ? "double" : "float") << " acc_t;\n\n";
     m_out << "struct Bufs {\n";
     for (size_t v = 0; v < m_plan.vals.size(); ++v) {
-      if (stored(static_cast<int>(v))) m_out << "  float* p" << v << ";  // " << shape_text(m_plan.vals[v].shape) << "\n";
+      if (stored(static_cast<int>(v)))
+        m_out << "  float* p" << v << ";  // " << shape_text(m_plan.vals[v].shape) << "\n";
     }
     m_out << "};\n\n";
   }
@@ -76,16 +78,19 @@ class Emitter {
     std::string expr = val.expr;
     for (size_t a = 0; a < val.args.size(); ++a) {
       const Val& arg = m_plan.vals[val.args[a]];
-      m_out << "  const float a" << a << " = " << load(val.args[a], broadcast_index(arg.shape, val.shape, val.align[a])) << ";\n";
+      m_out << "  const float a" << a << " = " << load(val.args[a], broadcast_index(arg.shape, val.shape, val.align[a]))
+            << ";\n";
     }
-    for (size_t a = val.args.size(); a-- > 0;) expr = replace_all(expr, "$" + std::to_string(a), "a" + std::to_string(a));
+    for (size_t a = val.args.size(); a-- > 0;)
+      expr = replace_all(expr, "$" + std::to_string(a), "a" + std::to_string(a));
     m_out << "  return " << expr << ";\n}\n\n";
   }
 
   // Writes out[index] = value, then the epilogue's chains at the same index.
   std::string store(const Step& step, const std::string& index, const std::string& value) const {
     std::string text = "B.p" + id(step.out) + "[" + index + "] = " + value + ";";
-    for (int root : step.epilogue) text += " B.p" + id(root) + "[" + index + "] = ev" + id(root) + "(B, " + index + ");";
+    for (int root : step.epilogue)
+      text += " B.p" + id(root) + "[" + index + "] = ev" + id(root) + "(B, " + index + ");";
     return text;
   }
 
@@ -124,9 +129,10 @@ class Emitter {
             << "  for (int64_t u = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; u < " << units
             << "LL; u += (int64_t)gridDim.x * blockDim.x) unit" << s << "(B, u);\n}\n\n";
       m_out << "static int step" << s << "(const Bufs& B, ca_context* ctx) {\n"
-            << "  const int64_t blocks = (" << units << "LL + " << m_variant.block - 1 << ") / " << m_variant.block << ";\n"
-            << "  if (blocks > 0) kernel" << s << "<<<(unsigned)(blocks < 1048576 ? blocks : 1048576), " << m_variant.block
-            << ", 0, (cudaStream_t)ctx->stream>>>(B);\n  return 0;\n}\n\n";
+            << "  const int64_t blocks = (" << units << "LL + " << m_variant.block - 1 << ") / " << m_variant.block
+            << ";\n"
+            << "  if (blocks > 0) kernel" << s << "<<<(unsigned)(blocks < 1048576 ? blocks : 1048576), "
+            << m_variant.block << ", 0, (cudaStream_t)ctx->stream>>>(B);\n  return 0;\n}\n\n";
       return;
     }
     m_out << "static int step" << s << "(const Bufs& B, ca_context*, int threads) {\n"
@@ -146,8 +152,8 @@ class Emitter {
       (reduced ? reduced_strides : kept_strides).push_back(strides[d]);
     }
     std::ostringstream fn;
-    fn << "CA_FN int64_t rindex" << s << "(int64_t u, int64_t r) {\n" << coordinates(kept_shape, "u", "k")
-       << coordinates(reduced_shape, "r", "q") << "  return 0";
+    fn << "CA_FN int64_t rindex" << s << "(int64_t u, int64_t r) {\n"
+       << coordinates(kept_shape, "u", "k") << coordinates(reduced_shape, "r", "q") << "  return 0";
     for (size_t d = 0; d < kept_shape.size(); ++d) fn << " + k" << d << " * " << kept_strides[d] << "LL";
     for (size_t d = 0; d < reduced_shape.size(); ++d) fn << " + q" << d << " * " << reduced_strides[d] << "LL";
     fn << ";\n}\n\n";
@@ -159,7 +165,9 @@ class Emitter {
     std::string index = reduce_index(step, s);
     std::string n = std::to_string(step.extent) + "LL";
     std::string x = load(step.in, index);
-    auto loop = [&](const std::string& body) { return "  for (int64_t r = 0; r < " + n + "; ++r) { const float x = " + x + "; " + body + " }\n"; };
+    auto loop = [&](const std::string& body) {
+      return "  for (int64_t r = 0; r < " + n + "; ++r) { const float x = " + x + "; " + body + " }\n";
+    };
     std::ostringstream body;
     const std::string& op = step.op;
     if (op == "sum" || op == "mean" || op == "prod" || op == "nansum") {
@@ -173,14 +181,16 @@ class Emitter {
            << loop("if (x " + cmp + " m || x != x) m = x;") << "  const float result = m;\n";
     }
     if (op == "logsumexp") {
-      body << "  float m = -INFINITY;\n" << loop("if (x > m) m = x;") << "  acc_t s = 0;\n"
+      body << "  float m = -INFINITY;\n"
+           << loop("if (x > m) m = x;") << "  acc_t s = 0;\n"
            << loop("s += expf(x - m);") << "  const float result = isinf(m) ? m : m + (float)log((double)s);\n";
     }
     if (op == "norm") norm_reduction(step.p, loop, body);
     if (op == "var" || op == "std") {
-      body << "  acc_t s = 0;\n" << loop("s += x;") << "  const acc_t mean = s / (acc_t)" << n << ";\n  acc_t q = 0;\n"
-           << loop("const acc_t d = x - mean; q += d * d;") << "  const double dof = (double)" << n << " - "
-           << step.p << ";\n  const double var = (double)q / (dof > 0 ? dof : 0);\n"
+      body << "  acc_t s = 0;\n"
+           << loop("s += x;") << "  const acc_t mean = s / (acc_t)" << n << ";\n  acc_t q = 0;\n"
+           << loop("const acc_t d = x - mean; q += d * d;") << "  const double dof = (double)" << n << " - " << step.p
+           << ";\n  const double var = (double)q / (dof > 0 ? dof : 0);\n"
            << "  const float result = (float)" << (op == "std" ? "sqrt(var)" : "var") << ";\n";
     }
     m_out << body.str() << "  " << store(step, "u", "result") << "\n";
@@ -194,7 +204,8 @@ class Emitter {
     }
     if (std::isinf(p)) {
       body << "  float m = " << (p > 0 ? "0.f" : "INFINITY") << ";\n"
-           << loop(std::string("if (fabsf(x) ") + (p > 0 ? ">" : "<") + " m) m = fabsf(x);") << "  const float result = m;\n";
+           << loop(std::string("if (fabsf(x) ") + (p > 0 ? ">" : "<") + " m) m = fabsf(x);")
+           << "  const float result = m;\n";
       return;
     }
     if (p == 0) {
@@ -205,7 +216,8 @@ class Emitter {
       body << "  acc_t s = 0;\n" << loop("s += fabsf(x);") << "  const float result = (float)s;\n";
       return;
     }
-    body << "  acc_t s = 0;\n" << loop("s += pow((double)fabsf(x), " + std::to_string(p) + ");")
+    body << "  acc_t s = 0;\n"
+         << loop("s += pow((double)fabsf(x), " + std::to_string(p) + ");")
          << "  const float result = (float)pow((double)s, 1.0 / " << std::to_string(p) << ");\n";
   }
 
@@ -217,7 +229,8 @@ class Emitter {
           << "; if (x > m) m = x; }\n  acc_t s = 0;\n  for (int64_t r = 0; r < " << n << "; ++r) s += expf(" << x
           << " - m);\n";
     std::string value = step.op == "softmax" ? "expf(" + x + " - m) * inv" : "(" + x + " - m) - lse";
-    m_out << "  const float inv = (float)(1.0 / (double)s);\n  const float lse = (float)log((double)s);\n  (void)inv; (void)lse;\n"
+    m_out << "  const float inv = (float)(1.0 / (double)s);\n  const float lse = (float)log((double)s);\n  (void)inv; "
+             "(void)lse;\n"
           << "  for (int64_t r = 0; r < " << n << "; ++r) { const int64_t idx = " << index << "; "
           << store(step, "idx", value) << " }\n";
   }
@@ -241,15 +254,17 @@ class Emitter {
     std::string x = load(step.in, "(" + index + ")");
     std::string loop = "  for (int64_t r = 0; r < " + n + "; ++r) ";
     if (step.op == "rms") {
-      m_out << "  acc_t q = 0;\n" << loop << "{ const float x = " << x << "; q += (acc_t)x * x; }\n"
+      m_out << "  acc_t q = 0;\n"
+            << loop << "{ const float x = " << x << "; q += (acc_t)x * x; }\n"
             << "  const float mean = 0.f;\n  const float rstd = (float)(1.0 / sqrt((double)q / " << n << " + "
             << float_literal(step.eps) << "));\n";
     }
     if (step.op != "rms") {
-      m_out << "  acc_t s = 0;\n" << loop << "s += " << x << ";\n  const acc_t mean_acc = s / (acc_t)" << n
-            << ";\n  acc_t q = 0;\n" << loop << "{ const acc_t d = " << x << " - mean_acc; q += d * d; }\n"
-            << "  const float mean = (float)mean_acc;\n  const float rstd = (float)(1.0 / sqrt((double)q / " << n << " + "
-            << float_literal(step.eps) << "));\n";
+      m_out << "  acc_t s = 0;\n"
+            << loop << "s += " << x << ";\n  const acc_t mean_acc = s / (acc_t)" << n << ";\n  acc_t q = 0;\n"
+            << loop << "{ const acc_t d = " << x << " - mean_acc; q += d * d; }\n"
+            << "  const float mean = (float)mean_acc;\n  const float rstd = (float)(1.0 / sqrt((double)q / " << n
+            << " + " << float_literal(step.eps) << "));\n";
     }
     std::string value = "(" + x + " - mean) * rstd";
     if (step.weight >= 0) value += " * " + load(step.weight, "(" + channel + ")");
@@ -263,7 +278,8 @@ class Emitter {
     const int64_t tk = std::min(m_variant.tile_k, step.k);
     const int64_t mt = (step.m + tm - 1) / tm, nt = (step.n + tn - 1) / tn;
     auto l = [](int64_t v) { return std::to_string(v) + "LL"; };
-    std::string b_index = step.b_transposed ? "(j0 + j) * " + l(step.k) + " + k0 + k" : "(k0 + k) * " + l(step.n) + " + j0 + j";
+    std::string b_index =
+        step.b_transposed ? "(j0 + j) * " + l(step.k) + " + k0 + k" : "(k0 + k) * " + l(step.n) + " + j0 + j";
     m_out << "static int step" << s << "(const Bufs& B, ca_context*, int threads) {\n"
           << "#pragma omp parallel num_threads(threads)\n  {\n"
           << "    static float bt_[" << tk << "][" << tn << "] __attribute__((aligned(64)));\n"
@@ -271,25 +287,33 @@ class Emitter {
           << "    float acc[" << tm << "][" << tn << "] __attribute__((aligned(64)));\n"
           << "#pragma omp for schedule(static)\n"
           << "    for (int64_t tile = 0; tile < " << l(step.batch * mt * nt) << "; ++tile) {\n"
-          << "      const int64_t b = tile / " << l(mt * nt) << ", i0 = (tile / " << l(nt) << ") % " << l(mt) << " * " << l(tm)
-          << ", j0 = tile % " << l(nt) << " * " << l(tn) << ";\n"
-          << "      const int64_t in = " << l(step.m) << " - i0 < " << l(tm) << " ? " << l(step.m) << " - i0 : " << l(tm) << ";\n"
-          << "      const int64_t jn = " << l(step.n) << " - j0 < " << l(tn) << " ? " << l(step.n) << " - j0 : " << l(tn) << ";\n"
+          << "      const int64_t b = tile / " << l(mt * nt) << ", i0 = (tile / " << l(nt) << ") % " << l(mt) << " * "
+          << l(tm) << ", j0 = tile % " << l(nt) << " * " << l(tn) << ";\n"
+          << "      const int64_t in = " << l(step.m) << " - i0 < " << l(tm) << " ? " << l(step.m)
+          << " - i0 : " << l(tm) << ";\n"
+          << "      const int64_t jn = " << l(step.n) << " - j0 < " << l(tn) << " ? " << l(step.n)
+          << " - j0 : " << l(tn) << ";\n"
           << "      const float* A = " << ptr(step.a) << " + b * " << l(step.a_batch_stride) << ";\n"
           << "      const float* W = " << ptr(step.b) << " + b * " << l(step.b_batch_stride) << ";\n"
-          << "      for (int64_t i = 0; i < " << l(tm) << "; ++i)\n        for (int64_t j = 0; j < " << l(tn) << "; ++j) acc[i][j] = 0.f;\n"
+          << "      for (int64_t i = 0; i < " << l(tm) << "; ++i)\n        for (int64_t j = 0; j < " << l(tn)
+          << "; ++j) acc[i][j] = 0.f;\n"
           << "      for (int64_t k0 = 0; k0 < " << l(step.k) << "; k0 += " << l(tk) << ") {\n"
-          << "        const int64_t kn = " << l(step.k) << " - k0 < " << l(tk) << " ? " << l(step.k) << " - k0 : " << l(tk) << ";\n"
+          << "        const int64_t kn = " << l(step.k) << " - k0 < " << l(tk) << " ? " << l(step.k)
+          << " - k0 : " << l(tk) << ";\n"
           << "        for (int64_t k = 0; k < kn; ++k)\n          for (int64_t j = 0; j < " << l(tn)
           << "; ++j) bt_[k][j] = j < jn ? W[" << b_index << "] : 0.f;\n"
           << "        for (int64_t i = 0; i < in; ++i) {\n"
           << "          const float* ar = A + (i0 + i) * " << l(step.k) << " + k0;\n"
           << "          float* a = acc[i];\n"
-          << "          for (int64_t k = 0; k < kn; ++k) {\n            const float xv = ar[k];\n            const float* wr = bt_[k];\n"
-          << "#pragma omp simd\n            for (int64_t j = 0; j < " << l(tn) << "; ++j) a[j] += xv * wr[j];\n          }\n        }\n      }\n"
+          << "          for (int64_t k = 0; k < kn; ++k) {\n            const float xv = ar[k];\n            const "
+             "float* wr = bt_[k];\n"
+          << "#pragma omp simd\n            for (int64_t j = 0; j < " << l(tn)
+          << "; ++j) a[j] += xv * wr[j];\n          }\n        }\n      }\n"
           << "      for (int64_t i = 0; i < in; ++i)\n        for (int64_t j = 0; j < jn; ++j) {\n"
-          << "          const int64_t idx = b * " << l(step.m * step.n) << " + (i0 + i) * " << l(step.n) << " + j0 + j;\n"
-          << "          " << store(step, "idx", float_literal(step.alpha) + " * acc[i][j]") << "\n        }\n    }\n  }\n  return 0;\n}\n\n";
+          << "          const int64_t idx = b * " << l(step.m * step.n) << " + (i0 + i) * " << l(step.n)
+          << " + j0 + j;\n"
+          << "          " << store(step, "idx", float_literal(step.alpha) + " * acc[i][j]")
+          << "\n        }\n    }\n  }\n  return 0;\n}\n\n";
   }
 
   void cuda_gemm(const Step& step, int s) {
@@ -307,13 +331,14 @@ class Emitter {
           << "  if (ctx->cublas == NULL) return 10;\n"
           << "  const float alpha = " << float_literal(step.alpha) << ", beta = 0.f;\n"
           << "  cublasStatus_t status = cublasSgemmStridedBatched((cublasHandle_t)ctx->cublas, "
-          << (step.b_transposed ? "CUBLAS_OP_T" : "CUBLAS_OP_N") << ", CUBLAS_OP_N, " << step.n << ", " << step.m << ", "
-          << step.k << ", &alpha, " << ptr(step.b) << ", " << (step.b_transposed ? step.k : step.n) << ", "
+          << (step.b_transposed ? "CUBLAS_OP_T" : "CUBLAS_OP_N") << ", CUBLAS_OP_N, " << step.n << ", " << step.m
+          << ", " << step.k << ", &alpha, " << ptr(step.b) << ", " << (step.b_transposed ? step.k : step.n) << ", "
           << l(step.b_batch_stride) << ", " << ptr(step.a) << ", " << step.k << ", " << l(step.a_batch_stride)
           << ", &beta, B.p" << step.out << ", " << step.n << ", " << l(step.m * step.n) << ", " << step.batch << ");\n"
           << "  if (status != CUBLAS_STATUS_SUCCESS) return 11;\n";
     if (!step.epilogue.empty()) {
-      m_out << "  const int64_t blocks = (" << l(total) << " + " << m_variant.block - 1 << ") / " << m_variant.block << ";\n"
+      m_out << "  const int64_t blocks = (" << l(total) << " + " << m_variant.block - 1 << ") / " << m_variant.block
+            << ";\n"
             << "  epilogue" << s << "<<<(unsigned)(blocks < 1048576 ? blocks : 1048576), " << m_variant.block
             << ", 0, (cudaStream_t)ctx->stream>>>(B);\n";
     }
@@ -325,8 +350,8 @@ class Emitter {
     int n_outputs = static_cast<int>(m_plan.outputs.size());
     body << "extern \"C\" int ca_forward(ca_context* ctx, const ca_tensor* inputs, int n_inputs, ca_tensor* outputs, "
             "int n_outputs) {\n"
-         << "  if (ctx == NULL || outputs == NULL || n_inputs != " << m_plan.n_inputs << " || n_outputs != " << n_outputs
-         << ") return 1;\n  if (n_inputs > 0 && inputs == NULL) return 1;\n";
+         << "  if (ctx == NULL || outputs == NULL || n_inputs != " << m_plan.n_inputs
+         << " || n_outputs != " << n_outputs << ") return 1;\n  if (n_inputs > 0 && inputs == NULL) return 1;\n";
     for (size_t v = 0; v < m_plan.vals.size(); ++v) {
       const Val& val = m_plan.vals[v];
       if (val.input >= 0) body << check("inputs[" + std::to_string(val.input) + "]", val.shape);
@@ -345,7 +370,8 @@ class Emitter {
       scratch += round_up(std::max<int64_t>(val.numel(), 1), 16);
     }
     if (scratch > 0) {
-      body << "  float* scratch = (float*)ctx->workspace(ctx, " << scratch * 4 << "ULL);\n  if (scratch == NULL) return 3;\n"
+      body << "  float* scratch = (float*)ctx->workspace(ctx, " << scratch * 4
+           << "ULL);\n  if (scratch == NULL) return 3;\n"
            << scratch_ptrs.str();
     }
     if (!m_cuda) body << "  const int threads = ctx->num_threads > 0 ? ctx->num_threads : omp_get_max_threads();\n";
@@ -364,8 +390,8 @@ class Emitter {
     out << "  if (" << t << ".dtype != CA_FLOAT32 || " << t << ".ndim != " << shape.size() << ") return 2;\n";
     std::vector<int64_t> strides = contiguous_strides(shape);
     for (size_t d = 0; d < shape.size(); ++d) {
-      out << "  if (" << t << ".shape[" << d << "] != " << shape[d] << " || (" << shape[d] << " > 1 && " << t << ".strides["
-          << d << "] != " << strides[d] << ")) return 2;\n";
+      out << "  if (" << t << ".shape[" << d << "] != " << shape[d] << " || (" << shape[d] << " > 1 && " << t
+          << ".strides[" << d << "] != " << strides[d] << ")) return 2;\n";
     }
     out << "  if (" << t << ".data == NULL && " << product_of(shape) << " > 0) return 2;\n";
     return out.str();

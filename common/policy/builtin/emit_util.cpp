@@ -47,7 +47,8 @@ std::string strided_index(int64_t extent, int64_t inner, const std::string& u, c
   std::string e = std::to_string(extent) + "LL";
   if (inner == 1) return "(" + u + " * " + e + " + " + r + ")";
   std::string in = std::to_string(inner) + "LL";
-  return "((" + u + " / " + in + ") * " + std::to_string(extent * inner) + "LL + " + r + " * " + in + " + " + u + " % " + in + ")";
+  return "((" + u + " / " + in + ") * " + std::to_string(extent * inner) + "LL + " + r + " * " + in + " + " + u +
+         " % " + in + ")";
 }
 
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
@@ -57,7 +58,9 @@ std::string replace_all(std::string text, const std::string& from, const std::st
   return text;
 }
 
-int64_t round_up(int64_t value, int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+int64_t round_up(int64_t value, int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
 
 int64_t product_of(const std::vector<int64_t>& shape) {
   int64_t result = 1;

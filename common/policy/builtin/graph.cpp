@@ -16,7 +16,9 @@ int resolve_alias(const Plan& plan, int v) {
   return v;
 }
 
-bool is_stored(const Val& val) { return val.kind == ValKind::buffer || val.needs_buffer; }
+bool is_stored(const Val& val) {
+  return val.kind == ValKind::buffer || val.needs_buffer;
+}
 
 // The names a node's args and kwargs reference.
 std::vector<std::string> referenced_names(const Node& node) {
@@ -26,7 +28,8 @@ std::vector<std::string> referenced_names(const Node& node) {
       for (const Json& item : value) self(item, self);
       return;
     }
-    if (auto ref = parse_ref(value)) names.push_back(ref->index ? ref->name + "[" + std::to_string(*ref->index) + "]" : ref->name);
+    if (auto ref = parse_ref(value))
+      names.push_back(ref->index ? ref->name + "[" + std::to_string(*ref->index) + "]" : ref->name);
   };
   visit(node.args, visit);
   for (const auto& [key, value] : node.kwargs.items()) visit(value, visit);
@@ -56,7 +59,8 @@ void place_output(Plan& plan, int id, int position, int end_node) {
   plan.outputs.push_back(static_cast<int>(plan.vals.size()) - 1);
 }
 
-// The stored values `root` reads through its fused chain; `reorders` is set when the path to one goes through a permute.
+// The stored values `root` reads through its fused chain; `reorders` is set when the path to one goes through a
+// permute.
 void chain_leaves(const Plan& plan, int v, bool through_permute, std::map<int, bool>& leaves, bool root) {
   const Val& val = plan.vals[v];
   if (!root && is_stored(val)) {
@@ -205,6 +209,8 @@ Variant variant_of(Backend backend, int index) {
   return variant;
 }
 
-int variant_count(Backend) { return 4; }
+int variant_count(Backend) {
+  return 4;
+}
 
 }  // namespace ca::builtin

@@ -43,8 +43,8 @@ enum class StepKind { pointwise, reduce, softmax, norm, matmul };
 struct Step {
   StepKind kind = StepKind::pointwise;
   int node = -1;
-  int out = -1;  // the value this step writes
-  int in = -1;   // reduce/softmax/norm: the value read
+  int out = -1;    // the value this step writes
+  int in = -1;     // reduce/softmax/norm: the value read
   std::string op;  // reduce: sum mean prod amax amin logsumexp norm var std; softmax: softmax log_softmax;
                    // norm: rows rms group batch
   // reduce/softmax/norm rows: the input as [outer, extent, inner]; general_dims for a reduction over dims that are
@@ -52,7 +52,7 @@ struct Step {
   int64_t outer = 1, extent = 1, inner = 1;
   std::vector<int> reduce_dims;
   bool general_dims = false;
-  double p = 2;            // norm's order; var/std's correction
+  double p = 2;  // norm's order; var/std's correction
   double eps = 0;
   int weight = -1, bias = -1;  // norm affine params; matmul bias (indexed by the output column)
   int64_t groups = 1;          // group norm
@@ -79,8 +79,8 @@ std::expected<Plan, std::vector<Uncovered>> lower_program(const Program& program
 /// What one variant of a backend changes.
 struct Variant {
   int64_t tile_m = 64, tile_n = 64, tile_k = 256;  // cpu matmul tiles
-  int block = 256;                                  // cuda threads per block
-  bool double_accumulators = true;                  // reductions, norms and softmax sums
+  int block = 256;                                 // cuda threads per block
+  bool double_accumulators = true;                 // reductions, norms and softmax sums
   std::string describe;
 };
 

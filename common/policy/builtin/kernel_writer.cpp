@@ -5,9 +5,12 @@
 
 namespace ca {
 
-int kernel_variant_count(Backend backend) { return builtin::variant_count(backend); }
+int kernel_variant_count(Backend backend) {
+  return builtin::variant_count(backend);
+}
 
-std::expected<WrittenKernel, std::vector<Uncovered>> write_kernel(const Program& program, Backend backend, int variant) {
+std::expected<WrittenKernel, std::vector<Uncovered>> write_kernel(const Program& program, Backend backend,
+                                                                  int variant) {
   auto plan = builtin::lower_program(program);
   if (!plan) return std::unexpected(plan.error());
   builtin::Variant chosen = builtin::variant_of(backend, variant);

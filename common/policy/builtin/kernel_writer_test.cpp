@@ -4,10 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "util/subprocess.h"
 
@@ -40,19 +40,24 @@ std::vector<Json> verify_on_cpu(const std::vector<std::pair<std::string, std::st
     auto written = write_kernel(program_of(text), Backend::cpu, variant);
     EXPECT_TRUE(written.has_value()) << name << ": " << (written ? "" : written.error()[0].reason);
     if (!written) continue;
-    Json task = {{"kind", "task"}, {"id", name}, {"source", "hand"}, {"level", 1}, {"seed", 7}, {"program", Json::parse(text)}};
+    Json task = {{"kind", "task"}, {"id", name}, {"source", "hand"},
+                 {"level", 1},     {"seed", 7},  {"program", Json::parse(text)}};
     if (const char* dump = std::getenv("CA_BUILTIN_DUMP"); dump != nullptr) {  // for reading a failing kernel
-      for (const auto& [path, source] : written->files) std::ofstream(fs::path(dump) / (name + "." + std::to_string(variant) + ".cpp")) << source;
+      for (const auto& [path, source] : written->files)
+        std::ofstream(fs::path(dump) / (name + "." + std::to_string(variant) + ".cpp")) << source;
     }
     Json files = Json::object();
     for (const auto& [path, source] : written->files) files[path] = source;
-    Json candidate = {{"kind", "candidate"}, {"id", name}, {"task_id", name}, {"task", task}, {"backend", "cpu"}, {"files", files}};
+    Json candidate = {{"kind", "candidate"}, {"id", name},       {"task_id", name},
+                      {"task", task},        {"backend", "cpu"}, {"files", files}};
     candidates << candidate.dump() << "\n";
   }
   candidates.close();
   SubprocessOptions options;
   options.timeout = std::chrono::minutes(20);
-  auto result = run_subprocess({std::string(CA_BIN_DIR) + "/ca-verify", "-q", "--trials", "2", (dir.path / "candidates.jsonl").string()}, options);
+  auto result = run_subprocess(
+      {std::string(CA_BIN_DIR) + "/ca-verify", "-q", "--trials", "2", (dir.path / "candidates.jsonl").string()},
+      options);
   EXPECT_TRUE(result.has_value());
   std::vector<Json> verdicts;
   if (!result) return verdicts;
@@ -198,8 +203,8 @@ TEST(KernelWriterTest, EveryPatternPassesVerificationOnCpu) {
   for (int variant : {0, 1}) {
     auto verdicts = verify_on_cpu(k_pattern_tasks, variant);
     for (const Json& record : verdicts) {
-      EXPECT_TRUE(record["verify"]["ok"].get<bool>()) << "variant " << variant << " " << record["task_id"] << ": "
-                                                      << record["verify"].dump();
+      EXPECT_TRUE(record["verify"]["ok"].get<bool>())
+          << "variant " << variant << " " << record["task_id"] << ": " << record["verify"].dump();
     }
   }
 }
@@ -211,7 +216,8 @@ TEST(KernelWriterTest, EveryPatternPassesVerificationOnCpu) {
 TEST(KernelWriterTest, CoveredTasksOfASetPassVerification) {
   const char* tasks_env = std::getenv("CA_BUILTIN_TASKS");
   const char* out_env = std::getenv("CA_BUILTIN_OUT");
-  std::string tasks_path = tasks_env != nullptr ? tasks_env : std::string(CA_SOURCE_DIR) + "/examples/synth/tasks.jsonl";
+  std::string tasks_path =
+      tasks_env != nullptr ? tasks_env : std::string(CA_SOURCE_DIR) + "/examples/synth/tasks.jsonl";
   TempDir temp;
   fs::path out = out_env != nullptr ? fs::path(out_env) : temp.path;
   fs::create_directories(out);
@@ -241,8 +247,13 @@ TEST(KernelWriterTest, CoveredTasksOfASetPassVerification) {
     }
     Json files = Json::object();
     for (const auto& [path, source] : written->files) files[path] = source;
-    candidates << Json({{"kind", "candidate"}, {"id", task["id"]}, {"task_id", task["id"]}, {"task", task}, {"backend", "cpu"},
-                        {"files", files}}).dump()
+    candidates << Json({{"kind", "candidate"},
+                        {"id", task["id"]},
+                        {"task_id", task["id"]},
+                        {"task", task},
+                        {"backend", "cpu"},
+                        {"files", files}})
+                      .dump()
                << "\n";
   }
   candidates.close();
@@ -252,9 +263,8 @@ TEST(KernelWriterTest, CoveredTasksOfASetPassVerification) {
   options.timeout = std::chrono::hours(6);
   const char* verify_env = std::getenv("CA_BUILTIN_VERIFY");
   std::string verify = verify_env != nullptr ? verify_env : std::string(CA_BIN_DIR) + "/ca-verify";
-  auto result = run_subprocess({verify, "-q", "-j", "2", "-o", (out / "verified.jsonl").string(),
-                                (out / "candidates.jsonl").string()},
-                               options);
+  auto result = run_subprocess(
+      {verify, "-q", "-j", "2", "-o", (out / "verified.jsonl").string(), (out / "candidates.jsonl").string()}, options);
   ASSERT_TRUE(result.has_value());
   std::ifstream verified(out / "verified.jsonl");
   int judged = 0;

@@ -8,7 +8,9 @@
 
 namespace ca::builtin {
 
-int64_t Val::numel() const { return product(shape, 0, shape.size()); }
+int64_t Val::numel() const {
+  return product(shape, 0, shape.size());
+}
 
 std::string float_literal(double value) {
   if (std::isinf(value)) return value > 0 ? "INFINITY" : "(-INFINITY)";
@@ -84,17 +86,28 @@ const std::map<std::string, OpEntry>& op_table() {
     register_matmul_ops(entries);
     // Other names of covered ops whose arguments have the same names.
     const std::pair<const char*, const char*> aliases[] = {
-        {"aten::linalg_matmul", "aten::matmul"},       {"aten::special_softmax", "aten::softmax.int"},
-        {"aten::view_copy", "aten::view"},             {"aten::unsqueeze_copy", "aten::unsqueeze"},
-        {"aten::squeeze_copy", "aten::squeeze"},       {"aten::squeeze_copy.dim", "aten::squeeze.dim"},
-        {"aten::squeeze_copy.dims", "aten::squeeze.dims"}, {"aten::permute_copy", "aten::permute"},
-        {"aten::transpose_copy.int", "aten::transpose.int"}, {"aten::swapdims", "aten::transpose.int"},
-        {"aten::alias", "aten::contiguous"},           {"aten::detach", "aten::contiguous"},
-        {"aten::multiply.Tensor", "aten::mul.Tensor"}, {"aten::multiply.Scalar", "aten::mul.Scalar"},
-        {"aten::subtract.Tensor", "aten::sub.Tensor"}, {"aten::subtract.Scalar", "aten::sub.Scalar"},
-        {"aten::divide.Tensor", "aten::div.Tensor"},   {"aten::divide.Scalar", "aten::div.Scalar"},
-        {"aten::true_divide.Tensor", "aten::div.Tensor"}, {"aten::true_divide.Scalar", "aten::div.Scalar"},
-        {"aten::divide.Tensor_mode", "aten::div.Tensor_mode"}, {"aten::divide.Scalar_mode", "aten::div.Scalar_mode"},
+        {"aten::linalg_matmul", "aten::matmul"},
+        {"aten::special_softmax", "aten::softmax.int"},
+        {"aten::view_copy", "aten::view"},
+        {"aten::unsqueeze_copy", "aten::unsqueeze"},
+        {"aten::squeeze_copy", "aten::squeeze"},
+        {"aten::squeeze_copy.dim", "aten::squeeze.dim"},
+        {"aten::squeeze_copy.dims", "aten::squeeze.dims"},
+        {"aten::permute_copy", "aten::permute"},
+        {"aten::transpose_copy.int", "aten::transpose.int"},
+        {"aten::swapdims", "aten::transpose.int"},
+        {"aten::alias", "aten::contiguous"},
+        {"aten::detach", "aten::contiguous"},
+        {"aten::multiply.Tensor", "aten::mul.Tensor"},
+        {"aten::multiply.Scalar", "aten::mul.Scalar"},
+        {"aten::subtract.Tensor", "aten::sub.Tensor"},
+        {"aten::subtract.Scalar", "aten::sub.Scalar"},
+        {"aten::divide.Tensor", "aten::div.Tensor"},
+        {"aten::divide.Scalar", "aten::div.Scalar"},
+        {"aten::true_divide.Tensor", "aten::div.Tensor"},
+        {"aten::true_divide.Scalar", "aten::div.Scalar"},
+        {"aten::divide.Tensor_mode", "aten::div.Tensor_mode"},
+        {"aten::divide.Scalar_mode", "aten::div.Scalar_mode"},
         {"aten::negative", "aten::neg"},
     };
     for (const auto& [alias, name] : aliases) {

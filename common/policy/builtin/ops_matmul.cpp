@@ -8,7 +8,8 @@ namespace {
 using Result = std::expected<void, std::string>;
 
 // The shape of a batch dims broadcast, or an error.
-std::expected<std::vector<int64_t>, std::string> broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+std::expected<std::vector<int64_t>, std::string> broadcast(const std::vector<int64_t>& a,
+                                                           const std::vector<int64_t>& b) {
   std::vector<int64_t> out(std::max(a.size(), b.size()), 1);
   for (size_t i = 0; i < out.size(); ++i) {
     int64_t x = i < a.size() ? a[a.size() - 1 - i] : 1;
@@ -44,7 +45,8 @@ std::expected<int, std::string> gemm(Lowering& lowering, int a, int b, bool b_tr
   step.k = a_shape.back();
   int64_t b_k = b_transposed ? b_shape.back() : b_shape[b_shape.size() - 2];
   step.n = b_transposed ? b_shape[b_shape.size() - 2] : b_shape.back();
-  if (b_k != step.k) return std::unexpected("inner dims differ: " + std::to_string(step.k) + " and " + std::to_string(b_k));
+  if (b_k != step.k)
+    return std::unexpected("inner dims differ: " + std::to_string(step.k) + " and " + std::to_string(b_k));
   std::vector<int64_t> a_batch(a_shape.begin(), a_shape.end() - 2);
   std::vector<int64_t> b_batch(b_shape.begin(), b_shape.end() - 2);
   auto batch = broadcast(a_batch, b_batch);
@@ -73,7 +75,8 @@ Result bind_plus(Lowering& lowering, const Node& node, int product_id, int adden
   }
   auto sum = lowering.pointwise("($0 + " + float_literal(beta) + " * $1)", {product_id, addend});
   if (!sum) return std::unexpected(sum.error());
-  if (lowering.val(*sum).shape != lowering.val(product_id).shape) return std::unexpected("addend broadcasts the product");
+  if (lowering.val(*sum).shape != lowering.val(product_id).shape)
+    return std::unexpected("addend broadcasts the product");
   lowering.bind(node.outputs[0], *sum);
   return {};
 }
@@ -133,7 +136,8 @@ void register_matmul_ops(std::map<std::string, OpEntry>& t) {
                             auto a = lowering.tensor(args.at("self"));
                             auto b = lowering.tensor(args.at("vec2"));
                             if (!a || !b) return std::unexpected(!a ? a.error() : b.error());
-                            if (lowering.val(*a).shape.size() != 1 || lowering.val(*b).shape.size() != 1) return std::unexpected("outer of tensors that are not 1-d");
+                            if (lowering.val(*a).shape.size() != 1 || lowering.val(*b).shape.size() != 1)
+                              return std::unexpected("outer of tensors that are not 1-d");
                             Val column;
                             column.kind = ValKind::alias;
                             column.shape = {lowering.val(*a).shape[0], 1};
@@ -145,20 +149,21 @@ void register_matmul_ops(std::map<std::string, OpEntry>& t) {
                             return {};
                           }};
   }
-  t["aten::linear"] = {"aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
-                       [](Lowering& lowering, const Json& args, const Node& node) -> Result {
-                         auto x = lowering.tensor(args.at("input"));
-                         auto w = lowering.tensor(args.at("weight"));
-                         auto bias = lowering.optional_tensor(args.at("bias"));
-                         if (!x || !w || !bias) return std::unexpected(!x ? x.error() : !w ? w.error() : bias.error());
-                         std::vector<int64_t> sx = lowering.val(*x).shape, sw = lowering.val(*w).shape;
-                         if (sw.size() != 2 || sx.empty()) return std::unexpected("linear with a weight that is not 2-d");
-                         std::vector<int64_t> tail(sx.begin(), sx.end() - 1);
-                         tail.push_back(sw[0]);
-                         auto out = gemm(lowering, *x, *w, true, 1, {product(sx, 0, sx.size() - 1), sx.back()}, sw, tail);
-                         if (!out) return std::unexpected(out.error());
-                         return bind_plus(lowering, node, *out, *bias, 1);
-                       }};
+  t["aten::linear"] = {
+      "aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
+      [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+        auto x = lowering.tensor(args.at("input"));
+        auto w = lowering.tensor(args.at("weight"));
+        auto bias = lowering.optional_tensor(args.at("bias"));
+        if (!x || !w || !bias) return std::unexpected(!x ? x.error() : !w ? w.error() : bias.error());
+        std::vector<int64_t> sx = lowering.val(*x).shape, sw = lowering.val(*w).shape;
+        if (sw.size() != 2 || sx.empty()) return std::unexpected("linear with a weight that is not 2-d");
+        std::vector<int64_t> tail(sx.begin(), sx.end() - 1);
+        tail.push_back(sw[0]);
+        auto out = gemm(lowering, *x, *w, true, 1, {product(sx, 0, sx.size() - 1), sx.back()}, sw, tail);
+        if (!out) return std::unexpected(out.error());
+        return bind_plus(lowering, node, *out, *bias, 1);
+      }};
   t["aten::mm"] = {"aten::mm(Tensor self, Tensor mat2) -> Tensor",
                    [](Lowering& lowering, const Json& args, const Node& node) -> Result {
                      auto a = lowering.tensor(args.at("self"));
@@ -209,15 +214,17 @@ void register_matmul_ops(std::map<std::string, OpEntry>& t) {
                         auto beta = number(args, "beta");
                         if (!a || !b || !c || !alpha || !beta) return std::unexpected("addmv arguments");
                         std::vector<int64_t> sa = lowering.val(*a).shape, sb = lowering.val(*b).shape;
-                        if (sa.size() != 2 || sb.size() != 1) return std::unexpected("addmv of other ranks than 2-d and 1-d");
+                        if (sa.size() != 2 || sb.size() != 1)
+                          return std::unexpected("addmv of other ranks than 2-d and 1-d");
                         auto out = gemm(lowering, *a, *b, false, *alpha, sa, {sb[0], 1}, {sa[0]});
                         if (!out) return std::unexpected(out.error());
                         return bind_plus(lowering, node, *out, *c, *beta);
                       }};
   t["aten::addmm"] = {"aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
                       plus_gemm("mat1", "mat2", 2)};
-  t["aten::baddbmm"] = {"aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
-                        plus_gemm("batch1", "batch2", 3)};
+  t["aten::baddbmm"] = {
+      "aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
+      plus_gemm("batch1", "batch2", 3)};
 }
 
 }  // namespace ca::builtin

@@ -91,7 +91,8 @@ OpEntry max_min_dim(const std::string& name) {
             auto result = reduce(lowering, node, *self, {args.at("dim").get<int64_t>()}, args.at("keepdim").get<bool>(),
                                  name == "max" ? "amax" : "amin");
             if (result && node.outputs.size() > 1) {
-              lowering.forbid(node.outputs[1], "reads the int64 indices of aten::" + name + ".dim: the writer covers float32 only");
+              lowering.forbid(node.outputs[1],
+                              "reads the int64 indices of aten::" + name + ".dim: the writer covers float32 only");
             }
             return result;
           }};
@@ -173,7 +174,8 @@ Result rows_norm(Lowering& lowering, const Json& args, const Node& node, const s
   step.extent = product(*normalized, 0, normalized->size());
   step.outer = lowering.val(*self).numel() / std::max<int64_t>(step.extent, 1);
   step.eps = eps;
-  return norm_step(lowering, node, *self, std::move(step), args.at("weight"), op == "rms" ? Json(nullptr) : args.at("bias"));
+  return norm_step(lowering, node, *self, std::move(step), args.at("weight"),
+                   op == "rms" ? Json(nullptr) : args.at("bias"));
 }
 
 // Per-(sample, group) statistics over [N, C, *] (group_norm; instance_norm with groups = C).
@@ -229,24 +231,28 @@ Result channel_affine(Lowering& lowering, const Json& args, const Node& node, do
 void register_reduction_ops(std::map<std::string, OpEntry>& t) {
   t["aten::sum"] = reduction_op("aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", "sum", "", "", "dtype");
   t["aten::sum.dim_IntList"] = reduction_op(
-      "aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", "sum", "dim",
-      "keepdim", "dtype");
-  t["aten::mean"] = reduction_op("aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", "mean", "", "", "dtype");
-  t["aten::mean.dim"] = reduction_op(
-      "aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", "mean", "dim",
-      "keepdim", "dtype");
-  t["aten::prod"] = reduction_op("aten::prod(Tensor self, *, ScalarType? dtype=None) -> Tensor", "prod", "", "", "dtype");
-  t["aten::prod.dim_int"] = reduction_op(
-      "aten::prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", "prod", "dim",
-      "keepdim", "dtype");
-  t["aten::amax"] = reduction_op("aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", "amax", "dim", "keepdim");
-  t["aten::amin"] = reduction_op("aten::amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", "amin", "dim", "keepdim");
+      "aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", "sum",
+      "dim", "keepdim", "dtype");
+  t["aten::mean"] =
+      reduction_op("aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor", "mean", "", "", "dtype");
+  t["aten::mean.dim"] =
+      reduction_op("aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+                   "mean", "dim", "keepdim", "dtype");
+  t["aten::prod"] =
+      reduction_op("aten::prod(Tensor self, *, ScalarType? dtype=None) -> Tensor", "prod", "", "", "dtype");
+  t["aten::prod.dim_int"] =
+      reduction_op("aten::prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+                   "prod", "dim", "keepdim", "dtype");
+  t["aten::amax"] =
+      reduction_op("aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", "amax", "dim", "keepdim");
+  t["aten::amin"] =
+      reduction_op("aten::amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", "amin", "dim", "keepdim");
   t["aten::max"] = reduction_op("aten::max(Tensor self) -> Tensor", "amax", "", "");
   t["aten::min"] = reduction_op("aten::min(Tensor self) -> Tensor", "amin", "", "");
   t["aten::max.dim"] = max_min_dim("max");
   t["aten::min.dim"] = max_min_dim("min");
-  t["aten::logsumexp"] = reduction_op("aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor", "logsumexp",
-                                      "dim", "keepdim");
+  t["aten::logsumexp"] = reduction_op("aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor",
+                                      "logsumexp", "dim", "keepdim");
   auto norm = [](const std::string& p_name, bool has_dims, const std::string& dtype_name) -> OpHandler {
     return [=](Lowering& lowering, const Json& args, const Node& node) -> Result {
       if (!dtype_name.empty()) {
@@ -271,49 +277,54 @@ void register_reduction_ops(std::map<std::string, OpEntry>& t) {
     };
   };
   t["aten::norm.Scalar"] = {"aten::norm.Scalar(Tensor self, Scalar p=2) -> Tensor", norm("p", false, "")};
-  t["aten::norm.ScalarOpt_dim"] = {"aten::norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor",
-                                   norm("p", true, "")};
+  t["aten::norm.ScalarOpt_dim"] = {
+      "aten::norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor",
+      norm("p", true, "")};
   t["aten::linalg_vector_norm"] = {
-      "aten::linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> "
+      "aten::linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? "
+      "dtype=None) -> "
       "Tensor",
       norm("ord", true, "dtype")};
   for (const std::string op : {"var", "std"}) {
     t["aten::" + op] = {"aten::" + op + "(Tensor self, bool unbiased=True) -> Tensor", variance(op, false, "unbiased")};
-    t["aten::" + op + ".dim"] = {"aten::" + op + ".dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor",
-                                 variance(op, true, "unbiased")};
+    t["aten::" + op + ".dim"] = {
+        "aten::" + op + ".dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor",
+        variance(op, true, "unbiased")};
     t["aten::" + op + ".correction"] = {
-        "aten::" + op + ".correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor",
+        "aten::" + op +
+            ".correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor",
         variance(op, true, "correction")};
   }
-  t["aten::frobenius_norm.dim"] = reduction_op("aten::frobenius_norm.dim(Tensor self, int[1] dim, bool keepdim=False) -> Tensor",
-                                               "norm", "dim", "keepdim");
+  t["aten::frobenius_norm.dim"] = reduction_op(
+      "aten::frobenius_norm.dim(Tensor self, int[1] dim, bool keepdim=False) -> Tensor", "norm", "dim", "keepdim");
   t["aten::nansum"] = reduction_op(
-      "aten::nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", "nansum", "dim",
-      "keepdim", "dtype");
+      "aten::nansum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor", "nansum",
+      "dim", "keepdim", "dtype");
   // renorm: each slice along `dim` whose p-norm exceeds maxnorm is scaled down to it.
-  t["aten::renorm"] = {"aten::renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor",
-                       [](Lowering& lowering, const Json& args, const Node& node) -> Result {
-                         auto self = lowering.tensor(args.at("self"));
-                         auto p = number(args, "p");
-                         auto maxnorm = number(args, "maxnorm");
-                         if (!self || !p || !maxnorm) return std::unexpected(!self ? self.error() : "p and maxnorm must be literals");
-                         const std::vector<int64_t>& shape = lowering.val(*self).shape;
-                         auto dim = wrap_dim(args.at("dim").get<int64_t>(), shape.size());
-                         if (!dim || shape.size() < 2) return std::unexpected("renorm needs a dim of a tensor with 2 or more dims");
-                         std::vector<int64_t> others;
-                         for (size_t d = 0; d < shape.size(); ++d) {
-                           if (static_cast<int>(d) != *dim) others.push_back(static_cast<int64_t>(d));
-                         }
-                         Node norm_node = node;
-                         norm_node.outputs = {node.outputs[0] + "#norm"};
-                         if (auto ok = reduce(lowering, norm_node, *self, others, true, "norm", *p); !ok) return ok;
-                         auto norms = lowering.tensor(Json("%" + norm_node.outputs[0]));
-                         std::string m = float_literal(*maxnorm);
-                         auto out = lowering.pointwise("($1 > " + m + " ? $0 * (" + m + " / ($1 + 1e-7f)) : $0)", {*self, *norms});
-                         if (!out) return std::unexpected(out.error());
-                         lowering.bind(node.outputs[0], *out);
-                         return {};
-                       }};
+  t["aten::renorm"] = {
+      "aten::renorm(Tensor self, Scalar p, int dim, Scalar maxnorm) -> Tensor",
+      [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+        auto self = lowering.tensor(args.at("self"));
+        auto p = number(args, "p");
+        auto maxnorm = number(args, "maxnorm");
+        if (!self || !p || !maxnorm) return std::unexpected(!self ? self.error() : "p and maxnorm must be literals");
+        const std::vector<int64_t>& shape = lowering.val(*self).shape;
+        auto dim = wrap_dim(args.at("dim").get<int64_t>(), shape.size());
+        if (!dim || shape.size() < 2) return std::unexpected("renorm needs a dim of a tensor with 2 or more dims");
+        std::vector<int64_t> others;
+        for (size_t d = 0; d < shape.size(); ++d) {
+          if (static_cast<int>(d) != *dim) others.push_back(static_cast<int64_t>(d));
+        }
+        Node norm_node = node;
+        norm_node.outputs = {node.outputs[0] + "#norm"};
+        if (auto ok = reduce(lowering, norm_node, *self, others, true, "norm", *p); !ok) return ok;
+        auto norms = lowering.tensor(Json("%" + norm_node.outputs[0]));
+        std::string m = float_literal(*maxnorm);
+        auto out = lowering.pointwise("($1 > " + m + " ? $0 * (" + m + " / ($1 + 1e-7f)) : $0)", {*self, *norms});
+        if (!out) return std::unexpected(out.error());
+        lowering.bind(node.outputs[0], *out);
+        return {};
+      }};
   t["aten::softmax.int"] = softmax_op("softmax");
   t["aten::log_softmax.int"] = softmax_op("log_softmax");
 }

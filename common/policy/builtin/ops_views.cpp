@@ -8,7 +8,8 @@ namespace {
 using Result = std::expected<void, std::string>;
 
 Result bind_alias(Lowering& lowering, const Node& node, int src, std::vector<int64_t> shape) {
-  if (product(shape, 0, shape.size()) != lowering.val(src).numel()) return std::unexpected("reshape changes the element count");
+  if (product(shape, 0, shape.size()) != lowering.val(src).numel())
+    return std::unexpected("reshape changes the element count");
   Val val;
   val.kind = ValKind::alias;
   val.shape = std::move(shape);
@@ -114,7 +115,8 @@ Result expanded(Lowering& lowering, const Node& node, int self, const std::vecto
 void register_view_ops(std::map<std::string, OpEntry>& t) {
   t["aten::view"] = {"aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)", reshape_handler("size")};
   t["aten::reshape"] = {"aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)", reshape_handler("shape")};
-  t["aten::contiguous"] = {"aten::contiguous(Tensor(a) self, *, MemoryFormat memory_format=0) -> Tensor(a)", same_shape};
+  t["aten::contiguous"] = {"aten::contiguous(Tensor(a) self, *, MemoryFormat memory_format=0) -> Tensor(a)",
+                           same_shape};
   t["aten::clone"] = {"aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", same_shape};
   t["aten::flatten.using_ints"] = {
       "aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)",
@@ -158,8 +160,9 @@ void register_view_ops(std::map<std::string, OpEntry>& t) {
     }
     return bind_alias(lowering, node, *self, out);
   };
-  t["aten::squeeze"] = {"aten::squeeze(Tensor(a) self) -> Tensor(a)",
-                        [squeeze](Lowering& l, const Json& args, const Node& node) { return squeeze(l, args, node, {}); }};
+  t["aten::squeeze"] = {
+      "aten::squeeze(Tensor(a) self) -> Tensor(a)",
+      [squeeze](Lowering& l, const Json& args, const Node& node) { return squeeze(l, args, node, {}); }};
   t["aten::squeeze.dim"] = {"aten::squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)",
                             [squeeze](Lowering& l, const Json& args, const Node& node) {
                               return squeeze(l, args, node, {args.at("dim").get<int64_t>()});
@@ -189,7 +192,8 @@ void register_view_ops(std::map<std::string, OpEntry>& t) {
                          [](Lowering& lowering, const Json& args, const Node& node) -> Result {
                            auto self = lowering.tensor(args.at("self"));
                            if (!self) return std::unexpected(self.error());
-                           return transposed(lowering, node, *self, args.at("axis0").get<int64_t>(), args.at("axis1").get<int64_t>());
+                           return transposed(lowering, node, *self, args.at("axis0").get<int64_t>(),
+                                             args.at("axis1").get<int64_t>());
                          }};
   t["aten::t"] = {"aten::t(Tensor(a) self) -> Tensor(a)", last_two_swapped(2)};
   t["aten::mT"] = {"aten::mT(Tensor(a) self) -> Tensor(a)", last_two_swapped(64)};
@@ -199,7 +203,8 @@ void register_view_ops(std::map<std::string, OpEntry>& t) {
                           auto self = lowering.tensor(args.at("self"));
                           if (!self) return std::unexpected(self.error());
                           std::vector<int> perm;
-                          for (size_t d = lowering.val(*self).shape.size(); d-- > 0;) perm.push_back(static_cast<int>(d));
+                          for (size_t d = lowering.val(*self).shape.size(); d-- > 0;)
+                            perm.push_back(static_cast<int>(d));
                           return permuted(lowering, node, *self, perm);
                         }};
   for (const std::string name : {"movedim", "moveaxis"}) {
@@ -242,7 +247,8 @@ void register_view_ops(std::map<std::string, OpEntry>& t) {
                       if (!self) return std::unexpected(self.error());
                       const std::vector<int64_t> shape = lowering.val(*self).shape;
                       auto dim = wrap_dim(args.at("dim").get<int64_t>(), shape.size());
-                      if (!dim || shape.empty() || shape[*dim] % 2 != 0) return std::unexpected("glu needs an even dim");
+                      if (!dim || shape.empty() || shape[*dim] % 2 != 0)
+                        return std::unexpected("glu needs an even dim");
                       std::vector<int64_t> strides(shape.size(), 1);
                       for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
                       int halves[2];

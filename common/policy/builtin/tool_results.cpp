@@ -42,12 +42,15 @@ bool offers_tool(const Json& tools, const std::string& name) {
   for (const Json& tool : tools) {
     if (!tool.is_object()) continue;
     if (tool.value("name", "") == name) return true;
-    if (tool.contains("function") && tool["function"].is_object() && tool["function"].value("name", "") == name) return true;
+    if (tool.contains("function") && tool["function"].is_object() && tool["function"].value("name", "") == name)
+      return true;
   }
   return false;
 }
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+std::string first_line(const std::string& text) {
+  return text.substr(0, text.find('\n'));
+}
 
 bool is_tool_error(const std::string& result) {
   std::string line = first_line(result);
