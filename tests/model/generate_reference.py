@@ -46,6 +46,7 @@ def padded(rows, pad):
 
 def run(model, rows, max_tokens, pad):
     ids, mask = padded(rows, pad)
+    ids, mask = ids.to(model.device), mask.to(model.device)
     with torch.no_grad():
         return model.generate(input_ids=ids, attention_mask=mask, do_sample=False, max_new_tokens=max_tokens,
                               min_new_tokens=max_tokens, eos_token_id=None, pad_token_id=pad,
@@ -74,10 +75,14 @@ def bench(args):
     if args.threads:
         torch.set_num_threads(args.threads)
     model, tok = load(args.model)
+    model = model.to(args.device)
     rows = prompts(tok, args.batch)
     run(model, rows, 2, 0)  # warm-up
+    sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
+    sync()
     start = time.perf_counter()
     run(model, rows, args.max_tokens, 0)
+    sync()
     seconds = time.perf_counter() - start
     print(json.dumps({"impl": "transformers", "batch": args.batch, "tokens": args.batch * args.max_tokens,
                       "seconds": round(seconds, 3), "tokens_per_s": round(args.batch * args.max_tokens / seconds, 2)}))
@@ -100,6 +105,7 @@ def main():
     b.add_argument("--batch", type=int, default=4)
     b.add_argument("--max-tokens", type=int, default=64)
     b.add_argument("--threads", type=int, default=0)
+    b.add_argument("--device", default="cpu")
     d = sub.add_parser("prompts")
     d.add_argument("model")
     d.add_argument("--batch", type=int, default=4)
