@@ -24,7 +24,7 @@ std::expected<std::unique_ptr<Policy>, std::string> make_policy(const std::strin
     if (rest.empty()) return std::unexpected("replay:FILE needs a trajectory JSONL file");
     auto trajectories = load_trajectories(rest);
     if (!trajectories) return std::unexpected(trajectories.error());
-    return make_replay_policy(std::move(*trajectories), rest);
+    return make_replay_policy(std::make_shared<const std::vector<Json>>(std::move(*trajectories)), rest);
   }
   if (scheme == "builtin") {
 #ifdef CA_HAVE_BUILTIN_POLICY
@@ -41,6 +41,20 @@ std::expected<std::unique_ptr<Policy>, std::string> make_policy(const std::strin
         "with an OpenAI-compatible server and use openai:URL");
   }
   return std::unexpected("unknown policy '" + spec + "': expected openai:URL, replay:FILE, builtin or local:CKPT");
+}
+
+std::expected<PolicyMaker, std::string> policy_maker(const std::string& spec, const PolicyOptions& options) {
+  if (spec.starts_with("replay:")) {
+    std::string path = spec.substr(7);
+    auto trajectories =
+        path.empty() ? std::unexpected("replay:FILE needs a trajectory JSONL file") : load_trajectories(path);
+    if (!trajectories) return std::unexpected(trajectories.error());
+    auto shared = std::make_shared<const std::vector<Json>>(std::move(*trajectories));
+    return [shared, path] { return make_replay_policy(shared, path); };
+  }
+  auto first = make_policy(spec, options);
+  if (!first) return std::unexpected(first.error());
+  return [spec, options] { return std::move(*make_policy(spec, options)); };
 }
 
 }  // namespace ca

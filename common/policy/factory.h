@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <expected>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -30,5 +31,11 @@ struct PolicyOptions {
 /// an empty URL or FILE, a replay file that cannot be read or holds no
 /// trajectory, `builtin` or `local:` when this build lacks them.
 std::expected<std::unique_ptr<Policy>, std::string> make_policy(const std::string& spec, const PolicyOptions& options);
+
+/// Makes a fresh policy per episode (policies keep an episode's state).
+using PolicyMaker = std::function<std::unique_ptr<Policy>()>;
+
+/// A maker for `spec`, with make_policy's errors; the files a spec names are read once, here, not per episode.
+std::expected<PolicyMaker, std::string> policy_maker(const std::string& spec, const PolicyOptions& options);
 
 }  // namespace ca

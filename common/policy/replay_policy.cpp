@@ -5,7 +5,7 @@ namespace {
 
 class ReplayPolicy : public Policy {
  public:
-  ReplayPolicy(std::vector<Json> trajectories, std::string path)
+  ReplayPolicy(std::shared_ptr<const std::vector<Json>> trajectories, std::string path)
       : m_trajectories(std::move(trajectories)), m_path(std::move(path)) {}
 
   void begin(const EpisodeInfo& info) override {
@@ -68,7 +68,7 @@ class ReplayPolicy : public Policy {
   const Json* find(const std::string& task_id, int sample) const {
     const Json* same_task = nullptr;
     const Json* any_task = nullptr;
-    for (const auto& trajectory : m_trajectories) {
+    for (const auto& trajectory : *m_trajectories) {
       std::string recorded = task_id_of(trajectory);
       if (recorded == task_id && trajectory.value("sample", Json()) == sample) return &trajectory;
       if (recorded == task_id && !same_task) same_task = &trajectory;
@@ -77,7 +77,7 @@ class ReplayPolicy : public Policy {
     return same_task ? same_task : any_task;
   }
 
-  std::vector<Json> m_trajectories;
+  std::shared_ptr<const std::vector<Json>> m_trajectories;  // shared by the episodes of a run
   std::string m_path;
   std::vector<Json> m_turns;
   size_t m_next = 0;
@@ -104,7 +104,7 @@ std::expected<std::vector<Json>, std::string> load_trajectories(const std::strin
   return trajectories;
 }
 
-std::unique_ptr<Policy> make_replay_policy(std::vector<Json> trajectories, std::string path) {
+std::unique_ptr<Policy> make_replay_policy(std::shared_ptr<const std::vector<Json>> trajectories, std::string path) {
   return std::make_unique<ReplayPolicy>(std::move(trajectories), std::move(path));
 }
 

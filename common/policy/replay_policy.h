@@ -21,6 +21,6 @@ std::expected<std::vector<Json>, std::string> load_trajectories(const std::strin
 /// the first with no task_id (a template for any task), in order. When the
 /// recording runs out it returns a turn without tool calls (finish_reason
 /// "replay_end"). An episode with no recording fails its first turn.
-std::unique_ptr<Policy> make_replay_policy(std::vector<Json> trajectories, std::string path);
+std::unique_ptr<Policy> make_replay_policy(std::shared_ptr<const std::vector<Json>> trajectories, std::string path);
 
 }  // namespace ca

@@ -75,8 +75,9 @@ uint64_t episode_seed(uint64_t seed, const std::string& task_id, int sample) {
 
 ExitCode run_rollout(const RolloutOptions& options) {
   // The spec is checked before any work, so a typo costs nothing.
-  if (auto policy = make_policy(options.policy_spec, options.policy); !policy) {
-    error("--policy", policy.error());
+  auto make = policy_maker(options.policy_spec, options.policy);
+  if (!make) {
+    error("--policy", make.error());
     return ExitCode::usage;
   }
   bool some_bad = false;
