@@ -122,7 +122,7 @@ std::expected<std::vector<Json>, std::string> judge(const EvalOptions& options, 
   return read_all_records(rewarded);
 }
 
-Json describe_environment(const std::vector<Json>& judged, const std::string& backend) {
+Json describe_environment(const std::vector<Json>& judged, const std::string& backend, const std::string& bin_dir) {
   Json environment = {{"hardware", nullptr}, {"backend", backend}, {"timing_method", nullptr}, {"precision", nullptr},
                       {"tolerance", nullptr}};
   for (const Json& record : judged) {
@@ -137,7 +137,9 @@ Json describe_environment(const std::vector<Json>& judged, const std::string& ba
     }
   }
   if (environment["hardware"].is_null()) environment["hardware"] = device_description(Backend::cpu, 0) + " (this machine; no profile named one)";
+  // The torch the baselines ran on: the project's venv beside the build (build/bin/../../.venv), else CA_PYTHON or python3.
   std::string python = std::getenv("CA_PYTHON") ? std::getenv("CA_PYTHON") : "python3";
+  if (fs::path venv = fs::path(bin_dir) / "../../.venv/bin/python"; !std::getenv("CA_PYTHON") && fs::exists(venv)) python = venv.string();
   std::string torch = probe({python, "-c", "import torch; print(torch.__version__)"});
   environment["torch"] = torch.empty() ? Json(nullptr) : Json(torch);
   std::string driver = probe({"nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"});
@@ -171,7 +173,7 @@ std::expected<std::vector<Json>, std::pair<ExitCode, std::string>> run_eval(cons
   Json summary = {{"kind", "eval_summary"}, {"suite", options.suite}};
   summary["source"] = !options.policy.empty() ? "policy " + options.policy
                       : !options.judged.empty() ? "judged " + options.judged : "solutions " + options.solutions;
-  summary["environment"] = describe_environment(*judged, options.backend);
+  summary["environment"] = describe_environment(*judged, options.backend, options.bin_dir);
   summary.update(summarize(results));
   records.push_back(std::move(summary));
   return records;

@@ -38,8 +38,9 @@ std::expected<std::vector<Json>, std::string> candidates_from_folder(const std::
 std::expected<std::vector<Json>, std::string> judge(const EvalOptions& options, const std::vector<Json>& tasks);
 
 /// The summary's `environment`: hardware (the profiles' device, else this CPU), torch and driver versions (probed
-/// here), tolerance, timing method, baseline precision and backend, from the judged records.
-Json describe_environment(const std::vector<Json>& judged, const std::string& backend);
+/// here with the python of the venv beside `bin_dir`, or $CA_PYTHON), tolerance, timing method, baseline precision
+/// and backend, from the judged records.
+Json describe_environment(const std::vector<Json>& judged, const std::string& backend, const std::string& bin_dir);
 
 /// The whole run: per-task records then one `eval_summary` record. Returns the records or an error with its code.
 std::expected<std::vector<Json>, std::pair<ExitCode, std::string>> run_eval(const EvalOptions& options);
