@@ -75,20 +75,29 @@ TEST(CallFailureTest, EachReportedProblemHasItsStage) {
   EXPECT_NE(failure->message.find("its reports were tampered with"), std::string::npos) << failure->message;
 }
 
-// Fake runners: shell scripts that stand in for ca-runner inside the real sandbox and write what a runner (or a
-// candidate that took it over) could write: results lines, bytes in the output region, or damage to it. The request
-// is $1 (one invocation) or a line of stdin (--serve); its results go to $io (io/, or io/round-K for
-// request-K.json), and $region is the one io/outputs-*.bin. Each call's output, two float32 values, is 8 bytes at
-// offset 4096 * call.
-const char* const k_reports = R"(report() {  # call output_bytes? -> one results line
+// Fake runners: shell scripts that stand in for ca-runner --serve inside the real sandbox and say what a runner (or
+// a candidate that took it over) could say: reports on the pipe, lines in results.jsonl, bytes in the output region,
+// or damage to it. They answer pings, write the loaded event to $io/results.jsonl (io/round-K for request-K.json),
+// say "ready", and run the test's on_call for each "call <i> <seed>" line with $1 = i; $region is the one
+// io/outputs-*.bin. Each call's output, two float32 values, is 8 bytes at offset 4096 * call.
+const char* const k_fake_runner = R"sh(report() {  # call output_bytes? -> the call's report on the pipe
   bytes=${2:+,\"output_bytes\":$2}
   printf '{"call":%s,"seed":1,"rc":0,"inputs_changed":false,"wall_us":1%s,"ok":true}\n' "$1" "$bytes"
 }
-put() {  # call -> 1.0f and 2.0f (or 3.0f and 4.0f for odd calls) into the call's slice
-  if [ $(($1 % 2)) = 0 ]; then value='\000\000\200\077\000\000\000\100'; else value='\000\000\100\100\000\000\200\100'; fi
+put() {  # slice [values] -> 1.0f and 2.0f (or 3.0f and 4.0f for odd values, default the slice) into the slice
+  if [ $((${2:-$1} % 2)) = 0 ]; then value='\000\000\200\077\000\000\000\100'; else value='\000\000\100\100\000\000\200\100'; fi
   printf "$value" | dd of="$region" bs=4096 seek="$1" conv=notrunc 2>/dev/null
 }
-)";
+while read request; do
+  case "$request" in ping*) report "${request#ping }"; continue ;; esac
+  round=$(basename "$request" .json); io=$(dirname "$request")/io/round-${round#request-}
+  region=$(ls "$(dirname "$request")"/io/outputs-*.bin)
+  mkdir -p "$io"; echo '{"event":"loaded"}' > "$io/results.jsonl"
+  n=$(grep -o '"output_offsets"' "$request" | wc -l); i=0
+  echo ready
+  while [ $i -lt $n ]; do read call; on_call $i; i=$((i + 1)); done
+done
+)sh";
 
 class FakeRunnerTest : public ::testing::Test {
  protected:
@@ -106,21 +115,10 @@ class FakeRunnerTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(m_dir); }
 
-  // A one-shot runner whose body runs with io set to the results directory.
-  RunnerOptions one_shot(const std::string& name, const std::string& body) {
-    return options(name, std::string("#!/bin/sh\n") + k_reports + "io=$(dirname \"$1\")/io; region=$(ls \"$io\"/outputs-*.bin)\n{\n" + body + "} > \"$io/results.jsonl\"\n");
-  }
-  // A --serve runner: the body runs once per request line, with io set to that round's results directory.
-  RunnerOptions served(const std::string& name, const std::string& body) {
-    return options(name, std::string("#!/bin/sh\n") + k_reports +
-                             "while read request; do\n"
-                             "  round=$(basename \"$request\" .json); io=$(dirname \"$request\")/io/round-${round#request-}\n"
-                             "  region=$(ls \"$(dirname \"$request\")\"/io/outputs-*.bin)\n"
-                             "  mkdir -p \"$io\"\n  {\n" + body + "  } > \"$io/results.jsonl\"\n  echo done\ndone\n");
-  }
-  RunnerOptions options(const std::string& name, const std::string& script) {
+  // A fake runner whose on_call is `body` (shell, $1 = the call's index).
+  RunnerOptions fake(const std::string& name, const std::string& body) {
     std::string path = (m_dir / name).string();
-    EXPECT_TRUE(write_file_atomic(path, script));
+    EXPECT_TRUE(write_file_atomic(path, "#!/bin/sh\non_call() {\n" + body + "\n}\n" + k_fake_runner));
     ::chmod(path.c_str(), 0755);
     RunnerOptions options;
     options.runner = path;
@@ -139,8 +137,7 @@ std::vector<float> values(const at::Tensor& tensor) {
 }
 
 TEST_F(FakeRunnerTest, OutputsAreViewsOfTheRegionThatOutliveTheRun) {
-  auto ran = run_in_runner(m_program, shapes(), m_library, {{1, false}, {2, true}},
-                           one_shot("writes", "echo '{\"event\":\"loaded\"}'\nput 0; report 0 8\nput 1; report 1 8\n"));
+  auto ran = run_in_runner(m_program, shapes(), m_library, {{1, false}, {2, true}}, fake("writes", "put $1; report $1 8"));
   ASSERT_TRUE(ran) << ran.error();
   ASSERT_EQ(ran->calls.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
@@ -156,11 +153,12 @@ TEST_F(FakeRunnerTest, OutputsAreViewsOfTheRegionThatOutliveTheRun) {
                 reinterpret_cast<uintptr_t>(ran->calls[0].outputs[0].data_ptr()),
             4096u)
       << "no copy: both are views of one mapping";
+  EXPECT_EQ(ran->sandbox.exit_code, 0) << ran->sandbox.err;
 }
 
 TEST_F(FakeRunnerTest, AnOutputTheRunnerDidNotWriteIsMissing) {
   auto ran = run_in_runner(m_program, shapes(), m_library, {{1, false}, {2, false}},
-                           one_shot("lazy", "echo '{\"event\":\"loaded\"}'\nreport 0\nput 1; report 1 4\n"));
+                           fake("lazy", "if [ $1 = 0 ]; then report 0; else put 1; report 1 4; fi"));
   ASSERT_TRUE(ran) << ran.error();
   EXPECT_EQ(ran->calls[0].output_problem, "no output written");
   EXPECT_TRUE(ran->calls[0].outputs.empty());
@@ -171,26 +169,40 @@ TEST_F(FakeRunnerTest, AnOutputTheRunnerDidNotWriteIsMissing) {
   EXPECT_EQ(ran->calls[1].output_problem, "output is short: the runner reported 4 of 8 bytes written");
 }
 
-TEST_F(FakeRunnerTest, ReportsOutOfOrderOrTwiceAreNotBelieved) {
-  // The runner writes each call's line once, in order; a second line for a call is someone else's (EXPLOITS C4).
-  for (const char* body : {"report 0 8\nreport 1 8\nreport 0 8\n", "report 1 8\nreport 0 8\n", "report 0 8\nreport 2 8\n",
-                           "report 0 8\necho not json\n"}) {
-    auto ran = run_in_runner(m_program, shapes(), m_library, {{1, false}, {2, false}},
-                             one_shot("forged", std::string("echo '{\"event\":\"loaded\"}'\nput 0; put 1\n") + body));
+TEST_F(FakeRunnerTest, OutputsWrittenAfterTheirCallReturnedFailIt) {
+  // Call 1 writes call 0's slice anew, as a candidate that answers at once and computes later would (late writes).
+  auto ran = run_in_runner(m_program, shapes(), m_library, {{1, false}, {2, false}},
+                           fake("late", "if [ $1 = 0 ]; then put 0; report 0 8; else put 0 1; put 1; report 1 8; fi"));
+  ASSERT_TRUE(ran) << ran.error();
+  auto failure = call_failure(*ran, 0, "trial 1/2", RunnerOptions{});
+  ASSERT_TRUE(failure);
+  EXPECT_EQ(failure->stage, "run");
+  EXPECT_EQ(failure->message, "trial 1/2: its outputs changed after the call returned (written by a later call or between calls)");
+  EXPECT_FALSE(call_failure(*ran, 1, "trial 2/2", RunnerOptions{}));
+}
+
+TEST_F(FakeRunnerTest, ReportsOfAnotherCallOrInResultsJsonlAreNotBelieved) {
+  // The runner reports each call on its pipe when asked for it; anything else is someone else's (EXPLOITS C4).
+  struct Case {
+    const char* body;
+    const char* says;
+  };
+  for (Case c : {Case{"put $1; report $(($1 + 1)) 8", "as the report of call 0"}, Case{"echo not json", "as the report of call 0"},
+                 Case{"put $1; report $1 8; report $1 8 >> \"$io/results.jsonl\"", "results.jsonl is not as the runner writes it"}}) {
+    auto ran = run_in_runner(m_program, shapes(), m_library, {{1, false}, {2, false}}, fake("forged", c.body));
     ASSERT_TRUE(ran) << ran.error();
     auto failure = call_failure(*ran, 0, "trial 1/2", RunnerOptions{});
-    ASSERT_TRUE(failure) << body;
+    ASSERT_TRUE(failure) << c.body;
     EXPECT_EQ(failure->stage, "run");
-    EXPECT_NE(failure->message.find("results.jsonl is not as the runner writes it"), std::string::npos) << failure->message;
+    EXPECT_NE(failure->message.find(c.says), std::string::npos) << failure->message;
   }
 }
 
 TEST_F(FakeRunnerTest, ARegionCutShortOrPunchedIsNeverRead) {
   // Reading a page the file no longer has would be SIGBUS in this process; the runner cannot arrange that.
   auto ran = run_in_runner(m_program, shapes(), m_library, {{1, false}, {2, false}},
-                           one_shot("vandal", "echo '{\"event\":\"loaded\"}'\nput 0; put 1\n"
-                                              "fallocate --punch-hole --offset 0 --length 4096 \"$region\"\n"
-                                              "report 0 8\ntruncate -s 4096 \"$region\"\nreport 1 8\n"));
+                           fake("vandal", "put $1\nif [ $1 = 0 ]; then fallocate --punch-hole --offset 0 --length 4096 \"$region\"; "
+                                          "else truncate -s 4096 \"$region\"; fi\nreport $1 8"));
   ASSERT_TRUE(ran) << ran.error();
   EXPECT_EQ(ran->calls[0].output_problem, "output 0 is gone from the output region (its file was cut short or punched)")
       << ran->sandbox.err;
@@ -198,10 +210,7 @@ TEST_F(FakeRunnerTest, ARegionCutShortOrPunchedIsNeverRead) {
 }
 
 TEST_F(FakeRunnerTest, ASessionGrowsItsRegionAndReusesItOnlyOnceTheOutputsAreDropped) {
-  // Every call of the request ("seed" once per call) gets its output and its line.
-  RunnerOptions options = served("serve", "    echo '{\"event\":\"loaded\"}'\n"
-                                          "    n=$(grep -o '\"seed\"' \"$request\" | wc -l); i=0\n"
-                                          "    while [ $i -lt $n ]; do put $i; report $i 8; i=$((i + 1)); done\n");
+  RunnerOptions options = fake("serve", "put $1; report $1 8");
   auto session = RunnerSession::open(m_program, shapes(), m_library, options, 3, 3);
   ASSERT_TRUE(session) << session.error();
   std::optional<RunnerOutcome> first;

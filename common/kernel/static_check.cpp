@@ -139,7 +139,9 @@ struct PrefixRule {
 };
 
 constexpr PrefixRule k_prefix_rules[] = {
-    {"_ZNSt6thread", k_thread},  // std::thread, std::async and std::jthread start threads through it
+    // std::thread, std::async and std::jthread start threads through this one member; the others
+    // (hardware_concurrency, join, detach) start none.
+    {"_ZNSt6thread15_M_start_thread", k_thread},
     {"cuGetProcAddress", k_load_code},
     {"cudaIpc", k_ipc},
     {"cuIpc", k_ipc},

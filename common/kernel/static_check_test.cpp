@@ -94,6 +94,28 @@ TEST(StaticCheckTest, FilePathsMustStayInsideTheCandidate) {
   EXPECT_NE(check_sources({{"", ""}}), "");
 }
 
+TEST(StaticCheckTest, HonestUsesOfTheStandardLibraryPass) {
+  // A correct kernel may ask how many cores there are, use the standard containers and algorithms, and time itself
+  // with std::chrono; none of that starts a thread (issue 23's false rejection).
+  std::string dir = testing::TempDir() + "ca_static_honest_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/k.cpp") << "#include <algorithm>\n#include <chrono>\n#include <thread>\n#include <vector>\n"
+                                   "extern \"C\" int ca_forward(int n) {\n"
+                                   "  std::vector<int> v(n + std::thread::hardware_concurrency());\n"
+                                   "  std::sort(v.begin(), v.end());\n"
+                                   "  return int(std::chrono::steady_clock::now().time_since_epoch().count() & 1) + v.size() % 2\n"
+                                   "    + int(std::this_thread::get_id() == std::thread::id());\n}\n";
+  auto built = run_subprocess({"g++", "-O1", "-shared", "-fPIC", dir + "/k.cpp", "-o", dir + "/k.so"});
+  ASSERT_TRUE(built && built->ok()) << (built ? built->err : built.error());
+  auto undefined = undefined_symbols(dir + "/k.so");
+  ASSERT_TRUE(undefined) << undefined.error();
+  EXPECT_TRUE(contains(*undefined, "_ZNSt6thread20hardware_concurrencyEv")) << "the test must import what it checks";
+  EXPECT_EQ(check_library(dir + "/k.so", BuildOptions{}), "");
+  std::filesystem::remove_all(dir);
+  // Starting one is still refused.
+  EXPECT_NE(forbidden_symbol_reason("_ZNSt6thread15_M_start_threadESt10unique_ptrINS_6_StateESt14default_deleteIS1_EEPFvvE"), "");
+}
+
 TEST(StaticCheckTest, ReadsElfAndReportsEveryFinding) {
   // A library with a C++-linkage ca_forward that calls dlopen and links libdl
   // (named in full: since glibc 2.34 libdl.a is empty, dlopen lives in libc).

@@ -26,10 +26,16 @@ constexpr uint64_t k_shm_headroom = uint64_t(64) << 20;
 
 uint64_t aligned(uint64_t bytes) { return (bytes + k_output_alignment - 1) / k_output_alignment * k_output_alignment; }
 
+// Populated at once, writable: the candidate writes its outputs (and reads its inputs) straight through the runner's
+// mapping inside a timed call, where a first write to each page would be a fault counted against it (MAP_POPULATE
+// alone maps a shared file's pages for reading: 256 faults, ~70 us, per MiB of outputs on the 2-core VM).
 std::expected<uint8_t*, std::string> map_shared(int fd, uint64_t bytes, const std::string& path) {
   if (bytes == 0) return nullptr;
-  void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (data == MAP_FAILED) return Error(path + ": cannot map " + std::to_string(bytes) + " bytes: " + std::strerror(errno));
+#ifdef MADV_POPULATE_WRITE
+  ::madvise(data, bytes, MADV_POPULATE_WRITE);  // an older kernel refuses it, and the writes fault as before
+#endif
   return static_cast<uint8_t*>(data);
 }
 
@@ -89,8 +95,8 @@ void OutputRegion::release() {
   m_size = 0;
 }
 
-std::expected<OutputRegion, std::string> OutputRegion::create(const std::string& dir, uint64_t bytes) {
-  std::string path = dir + "/outputs-XXXXXX.bin";
+std::expected<OutputRegion, std::string> OutputRegion::create(const std::string& dir, uint64_t bytes, std::string_view stem) {
+  std::string path = dir + "/" + std::string(stem) + "-XXXXXX.bin";
   int fd = ::mkostemps(path.data(), 4, O_CLOEXEC);
   if (fd < 0) return Error(dir + ": cannot create the output region: " + std::strerror(errno));
   OutputRegion region(path, fd, nullptr, 0);

@@ -9,6 +9,7 @@
 #include <expected>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ca {
@@ -33,7 +34,8 @@ class OutputRegion {
   /// that the runner's writes cannot fail for want of space: a mapped write would end it with SIGBUS) and maps it.
   /// Fails with a message naming the file, e.g. "/dev/shm/ca-run-x/io/outputs-y.bin: cannot reserve 512 MiB: No
   /// space left on device".
-  static std::expected<OutputRegion, std::string> create(const std::string& dir, uint64_t bytes);
+  /// `stem` names the file: "inputs" for the trusted side's input slot (runner_calls.h), which is the same kind of file.
+  static std::expected<OutputRegion, std::string> create(const std::string& dir, uint64_t bytes, std::string_view stem = "outputs");
   /// Runner side: maps the first `bytes` of the existing file `path`, which must be at least that long.
   static std::expected<OutputRegion, std::string> open(const std::string& path, uint64_t bytes);
 

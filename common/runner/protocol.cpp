@@ -124,9 +124,12 @@ std::expected<OutputRegionSpec, std::string> parse_region(const Json& json, std:
 std::expected<CallSpec, std::string> parse_call(const Json& json, std::string_view path, const RunRequest& request) {
   if (auto ok = check_known_fields(json, {"seed", "output_offsets", "tensors"}, path); !ok) return Error(ok.error());
   CallSpec call;
-  auto seed = uint_field(json, "seed", path);
-  if (!seed) return Error(seed.error());
-  call.seed = *seed;
+  // A served request has no seeds: each call's comes over the pipe when the call starts (serve_requests).
+  if (json.contains("seed")) {
+    auto seed = uint_field(json, "seed", path);
+    if (!seed) return Error(seed.error());
+    call.seed = *seed;
+  }
   auto offsets = array_field(json, "output_offsets", path);
   if (!offsets) return Error(offsets.error());
   const std::string offsets_path = field_path(path, "output_offsets");
@@ -181,8 +184,28 @@ std::expected<void, std::string> check_disjoint(const RunRequest& request, std::
   return {};
 }
 
-const std::vector<std::string> k_request_fields = {"library", "backend", "device_index",  "num_threads", "tensors",
-                                                   "outputs", "calls",   "output_region", "output_dir"};
+// The trusted side's input slot: every tensor inside the region, at the request's offsets, on its own pages.
+std::expected<void, std::string> check_input_slot(const RunRequest& request, std::string_view path) {
+  const std::string offsets_path = field_path(path, "input_offsets");
+  if (request.backend != Backend::cpu) return Error(field_path(path, "input_region") + ": only the cpu backend takes its inputs from a region");
+  if (request.input_offsets.size() != request.tensors.size()) {
+    return Error(offsets_path + ": " + std::to_string(request.input_offsets.size()) + " offset(s), the request has " +
+                 std::to_string(request.tensors.size()) + " tensor(s)");
+  }
+  const uint64_t size = request.input_region->bytes;
+  for (size_t k = 0; k < request.tensors.size(); ++k) {
+    const uint64_t offset = request.input_offsets[k], bytes = uint64_t(request.tensors[k].numel()) * dtype_size(request.tensors[k].dtype);
+    if (offset % 64 != 0 || offset > size || bytes > size - offset) {
+      return Error(index_path(offsets_path, k) + ": " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
+                   " are not 64-byte aligned inside the input region of " + std::to_string(size) + " bytes");
+    }
+  }
+  return {};
+}
+
+const std::vector<std::string> k_request_fields = {"library",       "backend",    "device_index",  "num_threads",
+                                                   "tensors",       "outputs",    "calls",         "output_region",
+                                                   "output_dir",    "input_region", "input_offsets"};
 const std::vector<std::string> k_backends = {"cpu", "cuda"};
 
 }  // namespace
@@ -247,6 +270,23 @@ std::expected<RunRequest, std::string> parse_request(const Json& json, std::stri
   }
   if (auto disjoint = check_disjoint(request, path); !disjoint) return Error(disjoint.error());
 
+  if (json.contains("input_region") != json.contains("input_offsets")) {
+    return Error(std::string(path) + ": input_region and input_offsets go together");
+  }
+  if (json.contains("input_region")) {
+    auto input_region = parse_region(json["input_region"], field_path(path, "input_region"));
+    if (!input_region) return Error(input_region.error());
+    request.input_region = std::move(*input_region);
+    auto offsets = array_field(json, "input_offsets", path);
+    if (!offsets) return Error(offsets.error());
+    for (size_t k = 0; k < (*offsets)->size(); ++k) {
+      auto offset = as_uint((**offsets)[k], index_path(field_path(path, "input_offsets"), k));
+      if (!offset) return Error(offset.error());
+      request.input_offsets.push_back(*offset);
+    }
+    if (auto slot = check_input_slot(request, path); !slot) return Error(slot.error());
+  }
+
   auto output_dir = path_field(json, "output_dir", path);
   if (!output_dir) return Error(output_dir.error());
   request.output_dir = std::move(*output_dir);
@@ -277,11 +317,16 @@ Json to_json(const RunRequest& request) {
     if (call.tensors) entry["tensors"] = tensors_json(*call.tensors);
     calls.push_back(std::move(entry));
   }
-  return {{"library", request.library},       {"backend", backend_name(request.backend)}, {"device_index", request.device_index},
+  Json json = {{"library", request.library},       {"backend", backend_name(request.backend)}, {"device_index", request.device_index},
           {"num_threads", request.num_threads}, {"tensors", tensors_json(request.tensors)},  {"outputs", std::move(outputs)},
           {"calls", std::move(calls)},
           {"output_region", {{"path", request.output_region.path}, {"bytes", request.output_region.bytes}}},
           {"output_dir", request.output_dir}};
+  if (request.input_region) {
+    json["input_region"] = {{"path", request.input_region->path}, {"bytes", request.input_region->bytes}};
+    json["input_offsets"] = request.input_offsets;
+  }
+  return json;
 }
 
 Json to_json(const CallReport& result) {
@@ -366,6 +411,13 @@ std::expected<CallReport, std::string> parse_call_result(const Json& json, std::
 }
 
 }  // namespace
+
+std::expected<CallReport, std::string> parse_call_report(std::string_view line) {
+  Json json = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_object()) return Error("expected a JSON object");
+  if (json.contains("event")) return Error("expected a call's report, got an event");
+  return parse_call_result(json, "");
+}
 
 std::expected<RunLog, std::string> parse_results(std::string_view text) {
   RunLog log;

@@ -26,6 +26,7 @@ struct OutputSpec {
 };
 
 /// One call of ca_forward: inputs are drawn from `seed`; output k goes to output_offsets[k] in the output region.
+/// A request for ca-runner --serve carries no seeds (0 here): each call's seed arrives only when the call starts.
 struct CallSpec {
   uint64_t seed = 0;
   std::vector<uint64_t> output_offsets;  // one per output; no two outputs of a request overlap
@@ -53,6 +54,11 @@ struct RunRequest {
   std::vector<CallSpec> calls;
   OutputRegionSpec output_region;
   std::string output_dir;  // holds results.jsonl
+  /// cpu, served: the trusted side writes each call's inputs into this file's slot (tensor k at input_offsets[k])
+  /// while the runner is stopped, and the candidate reads them there; the runner draws nothing and writes the
+  /// outputs nowhere but the output region, where the candidate writes them itself (serve_requests).
+  std::optional<OutputRegionSpec> input_region;
+  std::vector<uint64_t> input_offsets;
 };
 
 /// The file in output_dir that gets one line per event and per finished call.
@@ -103,6 +109,9 @@ struct RunLog {
   Json facts = Json::object();  // the last loaded event's facts
   std::vector<CallReport> calls;
 };
+
+/// Parses one call's report (to_json(CallReport)), as ca-runner --serve sends it; errors name the field.
+std::expected<CallReport, std::string> parse_call_report(std::string_view line);
 
 /// Parses the text of results.jsonl. A last line without its newline (the runner died while writing it) is
 /// ignored. Errors name the line: "results.jsonl:3: rc: missing field".

@@ -95,6 +95,7 @@ const BadRequest k_bad[] = {
     {"no_outputs", "/outputs", "[]", "request.outputs: expected at least one output"},
     {"calls_not_array", "/calls", "{}", "request.calls: expected an array, got object"},
     {"library_not_string", "/library", "3", "request.library: expected a string, got number"},
+    {"input_region_alone", "/input_region", R"({"path": "/dev/shm/x", "bytes": 4096})", "request: input_region and input_offsets go together"},
 };
 
 TEST(ProtocolTest, BadRequestsNameTheField) {

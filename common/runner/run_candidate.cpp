@@ -21,6 +21,7 @@
 #include "runner/device.h"
 #include "runner/launches.h"
 #include "runner/output_region.h"
+#include "runner/seccomp.h"
 #include "util/atomic_file.h"
 #include "util/signals.h"
 
@@ -153,6 +154,78 @@ class ResultsFile {
   ino_t m_inode = 0;
 };
 
+// The request's seeds and results.jsonl: ca-runner REQUEST (tests, debugging). The trusted side never uses it.
+class FileChannel final : public CallChannel {
+ public:
+  explicit FileChannel(ResultsFile& results) : m_results(results) {}
+  std::expected<void, RunError> ready() override { return {}; }
+  std::expected<uint64_t, RunError> start(size_t, const CallSpec& call) override { return call.seed; }
+  std::expected<void, RunError> report(const CallReport& report) override { return m_results.append(to_json(report)); }
+
+ private:
+  ResultsFile& m_results;
+};
+
+std::expected<void, RunError> write_line(int fd, const std::string& text) {
+  for (size_t sent = 0; sent < text.size();) {
+    ssize_t w = ::write(fd, text.data() + sent, text.size() - sent);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return Error({RunFailure::io_error, std::string("stdout: ") + std::strerror(errno)});
+    sent += size_t(w);
+  }
+  return {};
+}
+
+struct LineBuffer {
+  char* data = nullptr;
+  size_t capacity = 0;
+  ~LineBuffer() { std::free(data); }
+};
+
+// One line from the trusted side without its newline; nullopt at end of input.
+std::expected<std::optional<std::string>, RunError> read_line(FILE* in, LineBuffer& line) {
+  for (;;) {
+    errno = 0;
+    ssize_t n = ::getline(&line.data, &line.capacity, in);
+    if (interrupted()) return Error({RunFailure::interrupted, "interrupted while waiting for the trusted side"});
+    if (n < 0) {
+      if (errno == EINTR) {
+        std::clearerr(in);
+        continue;
+      }
+      if (std::ferror(in)) return Error({RunFailure::io_error, std::string("stdin: ") + std::strerror(errno)});
+      return std::nullopt;
+    }
+    std::string text(line.data, size_t(n));
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    return text;
+  }
+}
+
+// The serve pipe (serve_requests): a call starts when its line comes, and its report goes back as a line.
+class PipeChannel final : public CallChannel {
+ public:
+  PipeChannel(FILE* in, int out, LineBuffer& line) : m_in(in), m_out(out), m_line(line) {}
+  std::expected<void, RunError> ready() override { return write_line(m_out, "ready\n"); }
+  std::expected<uint64_t, RunError> start(size_t index, const CallSpec&) override {
+    auto line = read_line(m_in, m_line);
+    if (!line) return Error(line.error());
+    if (!*line) return Error({RunFailure::bad_request, "input ended before call " + std::to_string(index)});
+    unsigned long long got = 0, seed = 0;
+    int used = 0;
+    if (std::sscanf((*line)->c_str(), "call %llu %llu%n", &got, &seed, &used) != 2 || size_t(used) != (*line)->size() || got != index) {
+      return Error({RunFailure::bad_request, "expected \"call " + std::to_string(index) + " <seed>\", got \"" + (*line)->substr(0, 80) + "\""});
+    }
+    return uint64_t(seed);
+  }
+  std::expected<void, RunError> report(const CallReport& report) override { return write_line(m_out, to_json(report).dump() + "\n"); }
+
+ private:
+  FILE* m_in;
+  int m_out;
+  LineBuffer& m_line;
+};
+
 // Into the call's slices of the output region. The call's results line, appended after it, is what says they are
 // there: the trusted side reads the outputs of reported calls only.
 std::expected<int64_t, RunError> write_outputs(OutputRegion& region, const CallSpec& call, Device& device, const TensorViews& outputs) {
@@ -171,9 +244,53 @@ struct CallRun {
   bool context_lost = false;
 };
 
-std::expected<CallRun, RunError> run_call(const RunRequest& request, size_t index, ForwardFn forward, Device& device,
-                                         OutputRegion& region) {
+// A served cpu call on the trusted side's regions (RunRequest::input_region): the inputs are where the trusted side
+// wrote them and the candidate writes its outputs straight into their slices, poisoned there by the trusted side,
+// which also checks both after the call. Nothing but the call itself happens between the "call" line and the report.
+CallRun run_call_in_place(const RunRequest& request, size_t index, uint64_t seed, ForwardFn forward, Device& device,
+                          const OutputRegion& inputs_region, OutputRegion& region) {
   const CallSpec& call = request.calls[index];
+  TensorViews inputs, outputs;
+  for (size_t i = 0; i < request.tensors.size(); ++i) {
+    const TensorSpec& spec = request.tensors[i];
+    inputs.add(spec.shape, spec.dtype, inputs_region.data() + request.input_offsets[i], size_t(spec.numel()) * dtype_size(spec.dtype));
+  }
+  inputs.finish();
+  int64_t written = 0;
+  for (size_t i = 0; i < request.outputs.size(); ++i) {
+    const OutputSpec& spec = request.outputs[i];
+    outputs.add(spec.shape, spec.dtype, region.data() + call.output_offsets[i], spec.bytes());
+    written += int64_t(spec.bytes());
+  }
+  outputs.finish();
+  ca_context ctx{};
+  ctx.abi_version = CA_ABI_VERSION;
+  ctx.device_index = request.device_index;
+  ctx.num_threads = request.num_threads;
+  ctx.workspace = workspace_callback;
+  ctx.harness = &g_workspace;
+  device.fill_context(ctx);
+  CallClock& clock = device.clock();
+  open_workspace(&device);
+  clock.start();
+  int rc = forward(&ctx, inputs.tensors.data(), int(inputs.tensors.size()), outputs.tensors.data(), int(outputs.tensors.size()));
+  ClockSample sample = clock.stop();
+  open_workspace(nullptr);
+  device.end_call();
+  CallRun run;
+  run.report.call = index;
+  run.report.seed = seed;
+  run.report.rc = rc;
+  run.report.wall_us = sample.host_us;  // the runner's own clock: diagnosis only, the trusted side times the call
+  run.report.device_us = sample.device_us;
+  run.report.output_bytes = written;
+  return run;
+}
+
+std::expected<CallRun, RunError> run_call(const RunRequest& request, size_t index, uint64_t seed, ForwardFn forward,
+                                         Device& device, OutputRegion& region) {
+  CallSpec call = request.calls[index];
+  call.seed = seed;
   // Inputs: drawn the way the trusted side draws them, straight into fresh buffers (on the GPU for cuda).
   TensorViews inputs;
   const std::vector<TensorSpec>& tensors = call.tensors_or(request.tensors);
@@ -312,7 +429,13 @@ std::expected<RunRequest, RunError> read_request(const std::string& path) {
 CandidateRunner::CandidateRunner() = default;
 CandidateRunner::~CandidateRunner() = default;
 
-std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& request) {
+std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& request) { return run_request(request, nullptr); }
+
+std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& request, CallChannel& channel) {
+  return run_request(request, &channel);
+}
+
+std::expected<RunSummary, RunError> CandidateRunner::run_request(const RunRequest& request, CallChannel* channel) {
   const bool first = m_device == nullptr;
   if (first) {
     // cuda: the context exists before the library loads, so nothing the library's initialisers do precedes it.
@@ -343,6 +466,14 @@ std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& reque
     }
     m_facts["region_s"] = seconds_since(started);
   }
+  if (!request.input_region) {
+    m_inputs.reset();
+  } else if (!m_inputs || m_inputs->path() != request.input_region->path || m_inputs->size() != request.input_region->bytes) {
+    m_inputs.reset();
+    auto inputs = OutputRegion::open(request.input_region->path, request.input_region->bytes);
+    if (!inputs) return Error({RunFailure::io_error, inputs.error()});
+    m_inputs = std::move(*inputs);
+  }
   std::error_code ec;
   std::filesystem::create_directories(request.output_dir, ec);
   if (ec) return Error({RunFailure::io_error, request.output_dir + ": cannot create: " + ec.message()});
@@ -355,6 +486,10 @@ std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& reque
     setenv("OMP_NUM_THREADS", std::to_string(request.num_threads).c_str(), 1);
     // A bare file name would be searched for on the library path instead of taken as given.
     std::string library = request.library.find('/') == std::string::npos ? "./" + request.library : request.library;
+    // From here on the process is the candidate's too: its initialisers run inside dlopen.
+    if (auto filtered = forbid_processes_and_signals(); !filtered) {
+      return Error({RunFailure::io_error, "cannot install the seccomp filter: " + filtered.error()});
+    }
     auto started = std::chrono::steady_clock::now();
     void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
     m_facts["load_s"] = seconds_since(started);
@@ -368,6 +503,12 @@ std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& reque
         load_error = request.library + ": no symbol ca_forward; the candidate must export extern \"C\" int ca_forward(...)";
       } else {
         watch_launches_from(reinterpret_cast<const void*>(m_forward));
+        // The libraries it needs are mapped now; nothing loads after (cuda's driver may still map code: not there).
+        if (request.backend == Backend::cpu) {
+          if (auto filtered = forbid_new_code(); !filtered) {
+            return Error({RunFailure::io_error, "cannot install the seccomp filter: " + filtered.error()});
+          }
+        }
       }
     }
     if (!load_error.empty()) {
@@ -379,13 +520,19 @@ std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& reque
   // The library stays loaded until exit: unloading could run code of a candidate that left threads behind. Every
   // request's results say it is loaded, so each results.jsonl reads as a runner's whole run.
   if (auto written = results->append(loaded_event(m_facts)); !written) return Error(written.error());
+  FileChannel file_channel(*results);
+  CallChannel& calls = channel != nullptr ? *channel : file_channel;
+  if (auto ready = calls.ready(); !ready) return Error(ready.error());
 
   RunSummary summary;
   for (size_t i = 0; i < request.calls.size(); ++i) {
     if (interrupted()) return Error({RunFailure::interrupted, "interrupted before call " + std::to_string(i)});
-    auto run = run_call(request, i, m_forward, *m_device, *m_region);
+    auto seed = calls.start(i, request.calls[i]);
+    if (!seed) return Error(seed.error());
+    auto run = m_inputs ? std::expected<CallRun, RunError>(run_call_in_place(request, i, *seed, m_forward, *m_device, *m_inputs, *m_region))
+                        : run_call(request, i, *seed, m_forward, *m_device, *m_region);
     if (!run) return Error(run.error());
-    if (auto written = results->append(to_json(run->report)); !written) return Error(written.error());
+    if (auto written = calls.report(run->report); !written) return Error(written.error());
     ++summary.calls;
     if (!run->report.ok()) ++summary.failed;
     if (run->context_lost) {
@@ -399,37 +546,28 @@ std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& reque
 std::expected<void, RunError> serve_requests(int in_fd, int out_fd, CandidateRunner& runner) {
   std::unique_ptr<FILE, FileCloser> in(::fdopen(in_fd, "re"));
   if (!in) return Error({RunFailure::io_error, std::string("stdin: ") + std::strerror(errno)});
-  struct LineBuffer {
-    char* data = nullptr;
-    size_t capacity = 0;
-    ~LineBuffer() { std::free(data); }
-  } line;
+  LineBuffer line;
+  PipeChannel channel(in.get(), out_fd, line);
   for (;;) {
-    errno = 0;
-    ssize_t n = ::getline(&line.data, &line.capacity, in.get());
-    if (interrupted()) return Error({RunFailure::interrupted, "interrupted while waiting for a request"});
-    if (n < 0) {
-      if (errno == EINTR) {
-        std::clearerr(in.get());
-        continue;
-      }
-      if (std::ferror(in.get())) return Error({RunFailure::io_error, std::string("stdin: ") + std::strerror(errno)});
-      return {};  // end of input: the trusted side is finished
-    }
-    std::string path(line.data, size_t(n));
-    if (!path.empty() && path.back() == '\n') path.pop_back();
+    auto next = read_line(in.get(), line);
+    if (!next) return Error(next.error());
+    if (!*next) return {};  // end of input: the trusted side is finished
+    std::string path = std::move(**next);
     if (path.empty()) continue;
+    // Answered as a call is, less the call itself (the same parse, report and write), so that the trusted side's
+    // measure of this is the runner's share of every call's time.
+    unsigned long long ping = 0;
+    int used = 0;
+    if (std::sscanf(path.c_str(), "ping %llu%n", &ping, &used) == 1 && size_t(used) == path.size()) {
+      CallReport pong;
+      pong.call = ping;
+      if (auto sent = write_line(out_fd, to_json(pong).dump() + "\n"); !sent) return Error(sent.error());
+      continue;
+    }
     auto request = read_request(path);
     if (!request) return Error({request.error().failure, path + ": " + request.error().message});
-    auto summary = runner.run(*request);
+    auto summary = runner.run(*request, channel);
     if (!summary) return Error({summary.error().failure, path + ": " + summary.error().message});
-    static constexpr char k_done[] = "done\n";
-    for (size_t sent = 0; sent < sizeof k_done - 1;) {
-      ssize_t w = ::write(out_fd, k_done + sent, sizeof k_done - 1 - sent);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return Error({RunFailure::io_error, std::string("stdout: ") + std::strerror(errno)});
-      sent += size_t(w);
-    }
   }
 }
 

@@ -50,6 +50,7 @@ struct RunSummary {
 std::expected<RunRequest, RunError> read_request(const std::string& path);
 
 class Device;
+class CallChannel;
 using ForwardFn = int (*)(ca_context*, const ca_tensor*, int, ca_tensor*, int);  // ca_forward's type
 
 /// One candidate on one device, for a runner process (ca-runner, one request or, with --serve, several): the first
@@ -74,18 +75,42 @@ class CandidateRunner {
   /// bad_request): the library is loaded once and stays. A failure other than a failed call leaves the runner unfit
   /// for more requests (the process should exit with exit_code_of).
   std::expected<RunSummary, RunError> run(const RunRequest& request);
+  /// As run(), with each call's seed taken from and its report given to `channel` (serve_requests: the pipe)
+  /// instead of the request and results.jsonl, which then holds the loaded event only.
+  std::expected<RunSummary, RunError> run(const RunRequest& request, CallChannel& channel);
 
  private:
-  std::optional<OutputRegion> m_region;  // the last request's, mapped (and pinned on cuda) while requests reuse it
+  std::optional<OutputRegion> m_region;
+  std::optional<OutputRegion> m_inputs;  // the request's input_region, mapped while requests name it
+  std::expected<RunSummary, RunError> run_request(const RunRequest& request, CallChannel* channel);  // the last request's, mapped (and pinned on cuda) while requests reuse it
   std::unique_ptr<Device> m_device;
   RunRequest m_first;  // library, backend, device_index, num_threads of the first request
   ForwardFn m_forward = nullptr;
   Json m_facts = Json::object();  // what every loaded event says of the start-up (protocol.h)
 };
 
-/// ca-runner --serve: reads one request path per line from `in_fd`, runs each with `runner` and writes "done\n" to
-/// `out_fd` after each. Returns at end of input, or with the first failure that ends the runner (the request's path
-/// is in the message). The runner is the caller's, so that a process about to exit need not destroy it.
+/// How a request's calls are handed to the runner and reported: one at a time, the next one only once the last one's
+/// report is out, so that nothing in the candidate's process tells a call that has not started (EXPLOITS B14).
+class CallChannel {
+ public:
+  virtual ~CallChannel() = default;
+  /// The library is loaded and the request's regions are mapped: no call has started.
+  virtual std::expected<void, RunError> ready() = 0;
+  /// Blocks until call `index` may start; returns its seed.
+  virtual std::expected<uint64_t, RunError> start(size_t index, const CallSpec& call) = 0;
+  /// The call's report, before the next start.
+  virtual std::expected<void, RunError> report(const CallReport& report) = 0;
+};
+
+/// ca-runner --serve, the conversation with the trusted side (runner_calls.h), one line each way at a time:
+///   "ping <n>" -> a report of call n that ran nothing (only before a request: the trusted side measures the
+///   runner's share of a call before the candidate is loaded);
+///   a request path -> "ready" once the library is loaded and the regions mapped, then for each call i in order
+///   "call <i> <seed>" -> the call's report (protocol.h to_json(CallReport)) as one line. The runner is stopped
+///   (SIGSTOP) between a report and the next "call" line while the trusted side checks that call's outputs and
+///   writes the next call's inputs; the time the trusted side counts on cpu is from sending "call" to reading the
+///   report. Returns at end of input, or with the first failure that ends the runner (the request's path is in the
+///   message). The runner is the caller's, so that a process about to exit need not destroy it.
 std::expected<void, RunError> serve_requests(int in_fd, int out_fd, CandidateRunner& runner);
 
 /// The exit code ca-runner uses for each failure (documented in ca-runner(1)).

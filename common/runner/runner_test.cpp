@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "ir/tensor_init.h"
+#include "util/atomic_file.h"
 #include "runner/device.h"
 #include "runner/runner_fixture.h"
 
@@ -262,9 +263,20 @@ class ServedRunner {
   std::string ask(const std::string& request_path) {
     std::string line = request_path + "\n";
     EXPECT_EQ(::write(m_in, line.data(), line.size()), ssize_t(line.size()));
-    char buffer[256];
+    char buffer[4096];
     if (std::fgets(buffer, sizeof buffer, m_out) == nullptr) return "";
     return buffer;
+  }
+  // Runs request `r`, saved at `path`, as the trusted side does: the path, "ready", then "call <i> <seed>" for each
+  // call and its report. "done\n" once every call was reported, "" when the runner stopped answering.
+  std::string serve(const std::string& path, const RunRequest& r, std::vector<CallReport>* reports = nullptr) {
+    if (ask(path) != "ready\n") return "";
+    for (size_t i = 0; i < r.calls.size(); ++i) {
+      auto report = parse_call_report(ask("call " + std::to_string(i) + " " + std::to_string(r.calls[i].seed)));
+      if (!report || report->call != i) return "";
+      if (reports != nullptr) reports->push_back(*report);
+    }
+    return "done\n";
   }
   // Closes the runner's stdin and waits for it.
   Exit finish() {
@@ -292,7 +304,8 @@ TEST_F(RunnerTest, ServeRunsEachRequestInOneProcessAtFreshAddresses) {
   for (int round = 0; round < 2; ++round) {
     auto r = request(library, {float_tensor("x", {1 << 20})}, {{DType::float32, {1 << 20}}}, {1, 2, 3});
     r.output_dir = (m_dir / ("round-" + std::to_string(round))).string();
-    ASSERT_EQ(runner.ask(save("request-" + std::to_string(round), r)), "done\n") << served_stderr();
+    std::vector<CallReport> calls;
+    ASSERT_EQ(runner.serve(save("request-" + std::to_string(round), r), r, &calls), "done\n") << served_stderr();
     auto text = read_file(r.output_dir + "/" + std::string(k_results_file));
     ASSERT_TRUE(text) << text.error();
     RunLog log = parse_results(*text).value();
@@ -300,9 +313,10 @@ TEST_F(RunnerTest, ServeRunsEachRequestInOneProcessAtFreshAddresses) {
     // The start-up happened once, and every request's results say what it cost.
     EXPECT_GE(log.facts.value("device_s", -1.0), 0.0) << log.facts.dump();
     EXPECT_GE(log.facts.value("load_s", -1.0), 0.0) << log.facts.dump();
-    ASSERT_EQ(log.calls.size(), 3u) << "round " << round;
-    for (const auto& call : log.calls) EXPECT_EQ(call.rc, 0) << "round " << round << " call " << call.call << " saw a pointer again";
-    EXPECT_EQ(log.calls[2].output_bytes, 4 << 20);
+    EXPECT_TRUE(log.calls.empty()) << "served reports go over the pipe only";
+    ASSERT_EQ(calls.size(), 3u) << "round " << round;
+    for (const auto& call : calls) EXPECT_EQ(call.rc, 0) << "round " << round << " call " << call.call << " saw a pointer again";
+    EXPECT_EQ(calls[2].output_bytes, 4 << 20);
     EXPECT_EQ(as_floats(outputs_of(2))[0], 1.0f) << "round " << round;
   }
   Exit exit = runner.finish();
@@ -323,18 +337,18 @@ TEST_F(RunnerTest, ServeWritesEachRequestIntoTheRegionItNames) {
     }
   };
   auto r = request(library, {x}, {{DType::float32, {1000}}}, {1, 2});
-  ASSERT_EQ(runner.ask(save("first", r)), "done\n") << served_stderr();
+  ASSERT_EQ(runner.serve(save("first", r), r), "done\n") << served_stderr();
   expect_relu(r, "first");
   // The same region again (as ca-profile's rounds reuse it), with other seeds: the runner keeps its mapping.
   r.calls[0].seed = 3;
   r.calls[1].seed = 4;
   r.output_dir = (m_dir / "second").string();
-  ASSERT_EQ(runner.ask(save("second", r)), "done\n") << served_stderr();
+  ASSERT_EQ(runner.serve(save("second", r), r), "done\n") << served_stderr();
   expect_relu(r, "second");
   // Another region, bigger: mapped anew.
   auto third = request(library, {x}, {{DType::float32, {1000}}}, {5, 6, 7});
   third.output_dir = (m_dir / "third").string();
-  ASSERT_EQ(runner.ask(save("third", third)), "done\n") << served_stderr();
+  ASSERT_EQ(runner.serve(save("third", third), third), "done\n") << served_stderr();
   expect_relu(third, "third");
   EXPECT_EQ(runner.finish().code, 0) << served_stderr();
 }
@@ -349,10 +363,10 @@ TEST_F(RunnerTest, ARegionShorterThanTheRequestSaysIsRefused) {
 TEST_F(RunnerTest, ServeStopsAtARequestForAnotherLibrary) {
   ServedRunner runner((m_dir / "stderr.txt").string());
   auto r = request(compile("relu", k_relu), {float_tensor("x", {8})}, {{DType::float32, {8}}}, {1});
-  ASSERT_EQ(runner.ask(save("first", r)), "done\n");
+  ASSERT_EQ(runner.serve(save("first", r), r), "done\n");
   r.library = compile("other", k_returns_3);
   r.output_dir = (m_dir / "second").string();
-  EXPECT_EQ(runner.ask(save("second", r)), "");  // no answer: it exits
+  EXPECT_EQ(runner.serve(save("second", r), r), "");  // no answer: it exits
   Exit exit = runner.finish();
   EXPECT_EQ(exit.code, 64);
   std::string err = served_stderr();
@@ -363,13 +377,52 @@ TEST_F(RunnerTest, ServeStopsAtARequestForAnotherLibrary) {
 TEST_F(RunnerTest, ServeExitsWithTheCodeOfAFailureThatEndsIt) {
   ServedRunner runner((m_dir / "stderr.txt").string());
   auto r = request(compile("crasher", k_crashes_second_call), {float_tensor("x", {8})}, {{DType::float32, {8}}}, {1});
-  ASSERT_EQ(runner.ask(save("first", r)), "done\n");
+  ASSERT_EQ(runner.serve(save("first", r), r), "done\n");
   r.output_dir = (m_dir / "second").string();
-  EXPECT_EQ(runner.ask(save("second", r)), "");  // the library's second call crashes the process
+  EXPECT_EQ(runner.serve(save("second", r), r), "");  // the library's second call crashes the process
   Exit exit = runner.finish();
   EXPECT_TRUE(exit.signaled);
   EXPECT_EQ(exit.code, SIGSEGV);
   EXPECT_EQ(run_on((m_dir / "absent.json").string()).code, 66);  // and a one-shot runner still works as before
+}
+
+TEST_F(RunnerTest, ServedCpuCallsTakeTheTrustedSidesInputsAndNoSeedFromTheRequest) {
+  TensorSpec x = {"x", DType::float32, {1000}, {Dist::uniform, -1, 1}};
+  ServedRunner runner((m_dir / "stderr.txt").string());
+  auto r = request(compile("relu", k_relu), {x}, {{DType::float32, {1000}}}, {0, 0});
+  // The request names no seed; the inputs are in the trusted side's slot, and only there.
+  auto slot = OutputRegion::create(m_dir.string(), 4096);
+  ASSERT_TRUE(slot) << slot.error();
+  r.input_region = OutputRegionSpec{slot->path(), slot->size()};
+  r.input_offsets = {0};
+  Json json = to_json(r);
+  for (auto& call : json["calls"]) call.erase("seed");
+  std::string path = (m_dir / "served.json").string();
+  ASSERT_TRUE(write_file_atomic(path, json.dump()));
+  ASSERT_EQ(runner.ask(path), "ready\n") << served_stderr();
+  for (size_t call = 0; call < 2; ++call) {
+    auto* input = reinterpret_cast<float*>(slot->data());
+    for (int i = 0; i < 1000; ++i) input[i] = float(i % 7) - 3.0f - float(call);
+    auto report = parse_call_report(runner.ask("call " + std::to_string(call) + " 99"));
+    ASSERT_TRUE(report) << report.error() << served_stderr();
+    EXPECT_EQ(report->output_bytes, 4000);
+    std::vector<float> output = as_floats(outputs_of(call));
+    for (int i = 0; i < 1000; ++i) ASSERT_EQ(output[i], std::max(input[i], 0.0f)) << "call " << call << " element " << i;
+  }
+  // A call out of turn ends the runner.
+  std::string answer = runner.ask(path);
+  EXPECT_EQ(answer, "ready\n");
+  EXPECT_EQ(runner.ask("call 1 5"), "");
+  EXPECT_EQ(runner.finish().code, 64);
+  EXPECT_NE(served_stderr().find("expected \"call 0 <seed>\""), std::string::npos) << served_stderr();
+}
+
+TEST_F(RunnerTest, PingsAreAnsweredAsEmptyCalls) {
+  ServedRunner runner((m_dir / "stderr.txt").string());
+  auto report = parse_call_report(runner.ask("ping 3"));
+  ASSERT_TRUE(report) << report.error();
+  EXPECT_EQ(report->call, 3u);
+  EXPECT_EQ(runner.finish().code, 0);
 }
 
 }  // namespace

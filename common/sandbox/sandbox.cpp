@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -20,6 +21,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -292,6 +294,8 @@ struct SandboxProcess {
   bool gone = false;                         // reaped, and its pipes drained or given up on
   bool was_interrupted = false;
   bool paused = false;  // SandboxSession::pause stopped it
+  pid_t command = -1;   // the command's own process (host pid), once found; SandboxSession::freeze stops it
+  bool frozen = false;
 };
 
 namespace {
@@ -428,6 +432,48 @@ void signal_sandbox(pid_t bwrap, int signal) {
       }
     }
   }
+}
+
+// Whether every thread of `pid` is stopped (or gone): its /proc/PID/task/*/stat states.
+bool all_threads_stopped(pid_t pid) {
+  std::error_code ec;
+  fs::directory_iterator tasks("/proc/" + std::to_string(pid) + "/task", ec);
+  if (ec) return true;  // gone
+  for (const auto& task : tasks) {
+    std::ifstream stat_file(task.path() / "stat");
+    std::string stat_text;
+    std::getline(stat_file, stat_text);
+    size_t close = stat_text.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat_text.size()) continue;  // gone meanwhile
+    char state = stat_text[close + 2];
+    if (state != 'T' && state != 't' && state != 'Z' && state != 'X') return false;
+  }
+  return true;
+}
+
+// Waits until SIGSTOP has taken effect in every process of the sandbox: kill() returns before the target stops, and
+// the caller is about to write what the sandbox must not see yet. Gives up after `limit` (a thread in uninterruptible
+// sleep stops only when it wakes); the caller's next wait then still has its own timeout.
+void wait_stopped(pid_t bwrap, Clock::duration limit) {
+  const auto give_up = Clock::now() + limit;
+  for (;;) {
+    auto processes = sandbox_processes(bwrap);
+    if (std::all_of(processes.begin(), processes.end(), all_threads_stopped) || Clock::now() > give_up) return;
+    ::sched_yield();
+  }
+}
+
+// The command's process: pid 2 of the sandbox's PID namespace (bwrap is its init), found by its NSpid line.
+pid_t command_process(pid_t bwrap) {
+  for (pid_t pid : sandbox_processes(bwrap)) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    for (std::string line; std::getline(status, line);) {
+      if (!line.starts_with("NSpid:")) continue;
+      if (line.size() > 2 && line.ends_with("\t2") ) return pid;
+      break;
+    }
+  }
+  return -1;
 }
 
 // Kills a sandbox that is still running and reaps bwrap, without waiting for its pipes.
@@ -645,17 +691,45 @@ std::expected<std::optional<std::string>, std::string> SandboxSession::wait_line
 void SandboxSession::pause() {
   if (!running() || m_process->paused) return;
   signal_sandbox(m_process->child.pid, SIGSTOP);
+  wait_stopped(m_process->child.pid, std::chrono::seconds(5));
   m_process->paused = true;
+}
+
+bool SandboxSession::freeze() {
+  if (!running()) return false;
+  if (m_process->frozen) return true;
+  if (m_process->command < 0) m_process->command = command_process(m_process->child.pid);
+  if (m_process->command < 0 || ::kill(m_process->command, SIGSTOP) != 0) return false;
+  m_process->frozen = true;
+  const auto give_up = Clock::now() + std::chrono::seconds(5);
+  while (!all_threads_stopped(m_process->command) && Clock::now() < give_up) ::sched_yield();
+  return true;
+}
+
+std::optional<double> SandboxSession::command_cpu_us() const {
+  if (!running() || m_process->command < 0) return std::nullopt;
+  clockid_t clock;
+  timespec now{};
+  if (::clock_getcpuclockid(m_process->command, &clock) != 0 || ::clock_gettime(clock, &now) != 0) return std::nullopt;
+  return double(now.tv_sec) * 1e6 + double(now.tv_nsec) / 1e3;
+}
+
+void SandboxSession::thaw() {
+  if (!running() || !m_process->frozen) return;
+  ::kill(m_process->command, SIGCONT);
+  m_process->frozen = false;
 }
 
 void SandboxSession::resume() {
   if (!running() || !m_process->paused) return;
   signal_sandbox(m_process->child.pid, SIGCONT);
   m_process->paused = false;
+  m_process->frozen = false;  // the command got its SIGCONT too
 }
 
 std::expected<SandboxResult, std::string> SandboxSession::finish(double timeout_s) {
   if (!m_process) return std::unexpected("the sandbox session is finished");
+  thaw();
   resume();  // a paused command would never see its stdin close
   std::unique_ptr<SandboxProcess> p = std::move(m_process);
   p->close_stdin = true;

@@ -59,7 +59,8 @@ run "$CA_BIN/ca-profile" "${fast[@]}" --min-ms 100000 --max-calls 8 "$WORK/hones
 expect_code 0; expect_stdout '"stage":"compare"'
 
 # The candidate cannot forge the runner's reports of its times (EXPLOITS C4): the forger of the examples, made to
-# forge only after its fifth call, passes ca-verify's trials and fails here.
+# forge only after its fifth call, rewrites results.jsonl, which no longer carries any call's report (they come over
+# the runner's pipe, and the time is the trusted side's): it profiles as the honest relu it is.
 relu forges_report | python3 -c '
 import json, sys
 r = json.loads(sys.stdin.read())
@@ -70,7 +71,9 @@ print(json.dumps(r))' >"$WORK/forger.jsonl"
 "$CA_BIN/ca-verify" --tasks "$dir/tasks.jsonl" "$WORK/forger.jsonl" >"$WORK/forger_verified.jsonl" 2>/dev/null
 grep -q '"verify":{"ok":true' "$WORK/forger_verified.jsonl" || fail "the late forger should pass verification: $(head -c 400 "$WORK/forger_verified.jsonl")"
 run "$CA_BIN/ca-profile" "${fast[@]}" --min-ms 100000 --max-calls 8 "$WORK/forger_verified.jsonl"
-expect_code 0; expect_stdout '"stage":"run"'; expect_stdout 'its reports were tampered with'
+expect_code 0
+python3 -c 'import json, sys; p = json.load(open(sys.argv[1]))["profile"]; assert p["ok"], p' "$WORK/stdout" ||
+  fail "the forger should profile as an honest relu: $(head -c 400 "$WORK/stdout")"
 
 # One timing job per device: while another process holds the lease, ca-profile waits for it.
 start=$(date +%s)

@@ -1,0 +1,39 @@
+// Cheating relu (code loaded at run time, issue 23): maps an executable page with a raw syscall instruction, the
+// step every route to new code takes (a dlopen found by walking libc's symbols, a JIT). Expected verdict: run (the
+// runner's seccomp filter refuses executable mappings once the candidate is loaded).
+#include "ca_kernel.h"
+
+static bool is_f32(const ca_tensor& t, int ndim) {
+  return t.data != nullptr && t.dtype == CA_FLOAT32 && t.ndim == ndim && t.shape != nullptr;
+}
+
+// Validates relu's arguments: one 2-D float32 input, one output of the same shape. Sets *n to the element count.
+static bool check_args(const ca_tensor* inputs, int n_inputs, const ca_tensor* outputs, int n_outputs, int64_t* n) {
+  if (inputs == nullptr || outputs == nullptr || n_inputs != 1 || n_outputs != 1) return false;
+  const ca_tensor& X = inputs[0];
+  const ca_tensor& Y = outputs[0];
+  if (!is_f32(X, 2) || !is_f32(Y, 2)) return false;
+  if (Y.shape[0] != X.shape[0] || Y.shape[1] != X.shape[1]) return false;
+  *n = X.shape[0] * X.shape[1];
+  return true;
+}
+
+// A system call made with the instruction itself: nothing is imported, so the static check sees nothing.
+static long raw_syscall(long nr, long a, long b, long c, long d, long e, long f) {
+  long ret;
+  register long r10 __asm__("r10") = d;
+  register long r8 __asm__("r8") = e;
+  register long r9 __asm__("r9") = f;
+  __asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9) : "rcx", "r11", "memory");
+  return ret;
+}
+
+extern "C" int ca_forward(ca_context*, const ca_tensor* inputs, int n_inputs, ca_tensor* outputs, int n_outputs) {
+  int64_t n = 0;
+  if (!check_args(inputs, n_inputs, outputs, n_outputs, &n)) return 1;
+  raw_syscall(9 /* mmap */, 0, 4096, 7 /* PROT_READ | PROT_WRITE | PROT_EXEC */, 0x22 /* MAP_PRIVATE | MAP_ANONYMOUS */, -1, 0);
+  const float* x = static_cast<const float*>(inputs[0].data);
+  float* y = static_cast<float*>(outputs[0].data);
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
+  return 0;
+}
