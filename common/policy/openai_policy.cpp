@@ -117,6 +117,7 @@ Json chat_completion_request(const Json& messages, const Json& tools, const Poli
   if (options.send_seed) request["seed"] = seed & 0x7fffffff;
   if (options.logprobs) {
     request["logprobs"] = true;
+    request["top_logprobs"] = 1;  // llama-cpp-python returns no logprobs without it
     request["return_tokens_as_token_ids"] = true;
   }
   return request;

@@ -86,7 +86,7 @@ def check(directory):
     assert log[0]["path"] == "/v1/chat/completions"
     assert log[0]["headers"]["Authorization"] == "Bearer sekrit", log[0]["headers"]
     assert sorted(first) == sorted(["model", "messages", "tools", "tool_choice", "temperature", "top_p", "max_tokens",
-                                    "seed", "logprobs", "return_tokens_as_token_ids"]), sorted(first)
+                                    "seed", "logprobs", "top_logprobs", "return_tokens_as_token_ids"]), sorted(first)
     assert (first["model"], first["temperature"], first["top_p"], first["max_tokens"], first["tool_choice"]) == \
         ("tiny", 0.5, 0.9, 256, "auto"), first
     assert isinstance(first["seed"], int) and first["seed"] == log[1]["body"]["seed"]
