@@ -176,6 +176,13 @@ TEST(EvalResultsTest, KeepsTheBestOfSeveralSamples) {
   EXPECT_EQ(results[0].samples, 3);
 }
 
+TEST(EvalResultsTest, ReadsSpeedupsOfAPassingProfileWithoutTimes) {
+  auto result = judge_result({{"task_id", "a"}, {"verify", {{"ok", true}}}, {"profile", {{"ok", true}, {"speedup", {{"vs_eager", 3.0}}}}}});
+  ASSERT_TRUE(result.has_value());
+  EXPECT_EQ(result->vs_eager, 3.0);
+  EXPECT_FALSE(result->vs_compile.has_value());
+}
+
 TEST(EvalResultsTest, RejectsARecordWithoutAVerdict) {
   auto result = judge_result({{"task_id", "a"}});
   ASSERT_FALSE(result.has_value());

@@ -158,7 +158,7 @@ std::string svg_frame(const std::string& title, double y_max, const std::string&
 std::string legend(const std::vector<Series>& series) {
   std::string out;
   for (size_t i = 0; i < series.size(); ++i) {
-    double x = k_width - 200, y = 14 + 14.0 * double(i);
+    double x = k_width - 170, y = k_top + 12 + 14.0 * double(i);
     out += format_text("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text>",
                        x, y - 9, series[i].color, x + 14, y, html_escape(series[i].name));
   }

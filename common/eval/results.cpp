@@ -40,15 +40,15 @@ std::expected<TaskResult, std::string> judge_result(const Json& record) {
     const Json& failed = profile_failed(record) ? record["profile"] : **verify;
     result.stage = failed.value("stage", std::string("unknown"));
   }
-  if (record.contains("profile") && record["profile"].is_object() && record["profile"].contains("times_us")) {
-    const Json& times = record["profile"]["times_us"];
-    result.candidate_us = number_at(times, "candidate");
-    result.eager_us = number_at(times, "eager");
-    result.compile_us = number_at(times, "compile");
-    if (result.pass && record["profile"].contains("speedup")) {
-      result.vs_eager = number_at(record["profile"]["speedup"], "vs_eager");
-      result.vs_compile = number_at(record["profile"]["speedup"], "vs_compile");
-    }
+  const Json& profile = record.contains("profile") && record["profile"].is_object() ? record["profile"] : Json::object();
+  if (profile.contains("times_us")) {
+    result.candidate_us = number_at(profile["times_us"], "candidate");
+    result.eager_us = number_at(profile["times_us"], "eager");
+    result.compile_us = number_at(profile["times_us"], "compile");
+  }
+  if (result.pass && profile.contains("speedup")) {
+    result.vs_eager = number_at(profile["speedup"], "vs_eager");
+    result.vs_compile = number_at(profile["speedup"], "vs_compile");
   }
   if (record.contains("reward")) result.reward = number_at(record["reward"], "value");
   return result;
