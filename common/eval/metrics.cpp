@@ -2,14 +2,16 @@
 #include "eval/metrics.h"
 
 #include <cmath>
-#include "eval/text_format.h"
 #include <map>
+#include "eval/text_format.h"
 
 namespace ca {
 
 namespace {
 
-Json rate(size_t count, size_t total) { return total == 0 ? Json(nullptr) : Json(double(count) / double(total)); }
+Json rate(size_t count, size_t total) {
+  return total == 0 ? Json(nullptr) : Json(double(count) / double(total));
+}
 
 const std::optional<double>& speedup_of(const TaskResult& result, bool vs_compile) {
   return vs_compile ? result.vs_compile : result.vs_eager;
@@ -32,7 +34,9 @@ std::pair<Json, size_t> geomean(const std::vector<TaskResult>& results, bool vs_
 
 }  // namespace
 
-std::string threshold_key(double p) { return format_text("{}", p); }
+std::string threshold_key(double p) {
+  return format_text("{}", p);
+}
 
 Json fast_p(const std::vector<TaskResult>& results, double p, bool vs_compile) {
   size_t fast = 0;
@@ -63,10 +67,13 @@ Json compute_metrics(const std::vector<TaskResult>& results) {
   metrics["faster_than_compile"] = fast_p(results, 1.0, true);
   auto [passing_eager, n_eager] = geomean(results, false, false);
   auto [passing_compile, n_compile] = geomean(results, true, false);
-  metrics["geomean_speedup_passing"] = {{"vs_eager", passing_eager}, {"vs_compile", passing_compile},
-                                        {"tasks_eager", n_eager}, {"tasks_compile", n_compile}};
+  metrics["geomean_speedup_passing"] = {{"vs_eager", passing_eager},
+                                        {"vs_compile", passing_compile},
+                                        {"tasks_eager", n_eager},
+                                        {"tasks_compile", n_compile}};
   metrics["geomean_speedup_failures_as_1"] = {{"vs_eager", geomean(results, false, true).first},
-                                              {"vs_compile", geomean(results, true, true).first}, {"tasks", results.size()}};
+                                              {"vs_compile", geomean(results, true, true).first},
+                                              {"tasks", results.size()}};
   // A task without a reward (a missing solution, a record never rewarded) is left out of the mean, and counted.
   metrics["mean_reward"] = rewarded == 0 ? Json(nullptr) : Json(reward_sum / double(rewarded));
   metrics["rewarded"] = rewarded;

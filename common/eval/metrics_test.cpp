@@ -19,9 +19,9 @@ struct Speedups {
 // Speedups given to the candidates EXPECTED calls PASS with a reward above -1; the expected numbers below are
 // computed by hand from this table. A PASS candidate missing here fails the test.
 const std::map<std::string, Speedups> k_speedups = {
-    {"linear_leaky_relu__fast", {4.0, 2.0}},  {"linear_leaky_relu__naive", {0.5, 0.25}},
-    {"softmax_cumsum__correct", {1.2, 1.04}}, {"conv_relu_pool__correct", {1.5, 0.9}},
-    {"layernorm_gelu__correct", {1.0, 0.8}},  {"attention_rowmax__correct", {2.0, 1.5}},
+    {"linear_leaky_relu__fast", {4.0, 2.0}},     {"linear_leaky_relu__naive", {0.5, 0.25}},
+    {"softmax_cumsum__correct", {1.2, 1.04}},    {"conv_relu_pool__correct", {1.5, 0.9}},
+    {"layernorm_gelu__correct", {1.0, 0.8}},     {"attention_rowmax__correct", {2.0, 1.5}},
     {"relu_rand__correct", {1.3, std::nullopt}}, {"relu_rand__forges_report", {8.0, 3.0}},
 };
 
@@ -65,9 +65,13 @@ Fixture expected_fixture() {
       EXPECT_TRUE(k_speedups.contains(name)) << name << " passes in EXPECTED but has no speedup in the test";
       const Speedups& s = k_speedups.at(name);
       double compile_us = s.compile ? 100.0 / *s.compile : 0;
-      record["profile"] = {{"ok", true},
-                           {"times_us", {{"candidate", 100.0 / s.eager * s.eager}, {"eager", 100.0 * s.eager}, {"compile", s.compile ? Json(compile_us) : Json(nullptr)}}},
-                           {"speedup", {{"vs_eager", s.eager}, {"vs_compile", s.compile ? Json(*s.compile) : Json(nullptr)}}}};
+      record["profile"] = {
+          {"ok", true},
+          {"times_us",
+           {{"candidate", 100.0 / s.eager * s.eager},
+            {"eager", 100.0 * s.eager},
+            {"compile", s.compile ? Json(compile_us) : Json(nullptr)}}},
+          {"speedup", {{"vs_eager", s.eager}, {"vs_compile", s.compile ? Json(*s.compile) : Json(nullptr)}}}};
       record["reward"] = {{"value", paper_reward(s)}};
       // EXPECTED's reward is a floor ("2+") or exact ("1"); the table must agree with it.
       double floor = std::stod(reward);
@@ -78,7 +82,8 @@ Fixture expected_fixture() {
   fixture.tasks.push_back({{"kind", "task"}, {"id", "no_solution"}, {"level", 2}});
   fixture.tasks.push_back({{"kind", "task"}, {"id", "degenerate"}, {"level", 1}});
   fixture.rejects["degenerate"] = "constant-output";
-  fixture.judged.push_back({{"task_id", "degenerate"}, {"verify", {{"ok", true}}},
+  fixture.judged.push_back({{"task_id", "degenerate"},
+                            {"verify", {{"ok", true}}},
                             {"profile", {{"ok", true}, {"speedup", {{"vs_eager", 50.0}, {"vs_compile", 50.0}}}}},
                             {"reward", {{"value", 3}}}});
   return fixture;
@@ -103,7 +108,7 @@ TEST(EvalMetricsTest, CountsEveryTaskOfTheExpectedSuiteAndLeavesTheDegenerateApa
   Json summary = summarize(fixture_results());
   const Json& overall = summary["overall"];
   ASSERT_EQ(overall["tasks"], k_tasks) << "EXPECTED changed: update the hand computations of this test";
-  EXPECT_EQ(overall["passed"], 8);   // PASS with a reward above -1 (honest_when_checked fails its profile)
+  EXPECT_EQ(overall["passed"], 8);  // PASS with a reward above -1 (honest_when_checked fails its profile)
   EXPECT_DOUBLE_EQ(overall["pass_rate"].get<double>(), 8.0 / k_tasks);
   EXPECT_EQ(summary["degenerate"]["tasks"], 1);
   EXPECT_EQ(summary["degenerate"]["passed"], 1);
@@ -116,8 +121,10 @@ TEST(EvalMetricsTest, FastPIsOverAllTasksWithStrictThresholds) {
   std::map<std::string, double> eager = {{"0", 8}, {"1", 6}, {"1.05", 6}, {"1.5", 3}, {"2", 2}};
   // compile speedups: 2, 0.25, 1.04, 0.9, 0.8, 1.5, none, 3
   std::map<std::string, double> compile = {{"0", 7}, {"1", 4}, {"1.05", 3}, {"1.5", 2}, {"2", 1}};
-  for (const auto& [p, count] : eager) EXPECT_DOUBLE_EQ(fast["vs_eager"][p].get<double>(), count / k_tasks) << "p=" << p;
-  for (const auto& [p, count] : compile) EXPECT_DOUBLE_EQ(fast["vs_compile"][p].get<double>(), count / k_tasks) << "p=" << p;
+  for (const auto& [p, count] : eager)
+    EXPECT_DOUBLE_EQ(fast["vs_eager"][p].get<double>(), count / k_tasks) << "p=" << p;
+  for (const auto& [p, count] : compile)
+    EXPECT_DOUBLE_EQ(fast["vs_compile"][p].get<double>(), count / k_tasks) << "p=" << p;
 }
 
 TEST(EvalMetricsTest, FasterThanCompileAndGeometricMeansNameTheirTaskSets) {
@@ -125,13 +132,16 @@ TEST(EvalMetricsTest, FasterThanCompileAndGeometricMeansNameTheirTaskSets) {
   const Json& overall = summary["overall"];
   EXPECT_DOUBLE_EQ(overall["faster_than_compile"].get<double>(), 4.0 / k_tasks);
   const double eager_product = 4 * 0.5 * 1.2 * 1.5 * 1.0 * 2.0 * 1.3 * 8;  // 74.88
-  const double compile_product = 2 * 0.25 * 1.04 * 0.9 * 0.8 * 1.5 * 3;   // 1.6848
+  const double compile_product = 2 * 0.25 * 1.04 * 0.9 * 0.8 * 1.5 * 3;    // 1.6848
   EXPECT_NEAR(overall["geomean_speedup_passing"]["vs_eager"].get<double>(), std::pow(eager_product, 1.0 / 8), 1e-12);
   EXPECT_EQ(overall["geomean_speedup_passing"]["tasks_eager"], 8);
-  EXPECT_NEAR(overall["geomean_speedup_passing"]["vs_compile"].get<double>(), std::pow(compile_product, 1.0 / 7), 1e-12);
+  EXPECT_NEAR(overall["geomean_speedup_passing"]["vs_compile"].get<double>(), std::pow(compile_product, 1.0 / 7),
+              1e-12);
   EXPECT_EQ(overall["geomean_speedup_passing"]["tasks_compile"], 7);
-  EXPECT_NEAR(overall["geomean_speedup_failures_as_1"]["vs_eager"].get<double>(), std::pow(eager_product, 1.0 / k_tasks), 1e-12);
-  EXPECT_NEAR(overall["geomean_speedup_failures_as_1"]["vs_compile"].get<double>(), std::pow(compile_product, 1.0 / k_tasks), 1e-12);
+  EXPECT_NEAR(overall["geomean_speedup_failures_as_1"]["vs_eager"].get<double>(),
+              std::pow(eager_product, 1.0 / k_tasks), 1e-12);
+  EXPECT_NEAR(overall["geomean_speedup_failures_as_1"]["vs_compile"].get<double>(),
+              std::pow(compile_product, 1.0 / k_tasks), 1e-12);
   EXPECT_EQ(overall["geomean_speedup_failures_as_1"]["tasks"], k_tasks);
   // Rewards 3 1 2 2 1 3 2 3 and sixteen -1; the task with no solution has none.
   EXPECT_DOUBLE_EQ(overall["mean_reward"].get<double>(), 1.0 / 24);
@@ -177,7 +187,8 @@ TEST(EvalResultsTest, KeepsTheBestOfSeveralSamples) {
 }
 
 TEST(EvalResultsTest, ReadsSpeedupsOfAPassingProfileWithoutTimes) {
-  auto result = judge_result({{"task_id", "a"}, {"verify", {{"ok", true}}}, {"profile", {{"ok", true}, {"speedup", {{"vs_eager", 3.0}}}}}});
+  auto result = judge_result(
+      {{"task_id", "a"}, {"verify", {{"ok", true}}}, {"profile", {{"ok", true}, {"speedup", {{"vs_eager", 3.0}}}}}});
   ASSERT_TRUE(result.has_value());
   EXPECT_EQ(result->vs_eager, 3.0);
   EXPECT_FALSE(result->vs_compile.has_value());

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include "eval/text_format.h"
 #include <map>
+#include "eval/text_format.h"
 
 #include "eval/metrics.h"
 
@@ -21,18 +21,21 @@ struct MetricRow {
 };
 
 std::vector<MetricRow> metric_rows() {
-  std::vector<MetricRow> rows = {{"tasks", "/tasks", Unit::count}, {"passed", "/passed", Unit::count},
-                                 {"pass rate", "/pass_rate", Unit::rate}};
+  std::vector<MetricRow> rows = {
+      {"tasks", "/tasks", Unit::count}, {"passed", "/passed", Unit::count}, {"pass rate", "/pass_rate", Unit::rate}};
   for (const char* base : {"vs_eager", "vs_compile"}) {
     for (double p : k_fast_p_thresholds) {
-      rows.push_back({format_text("fast_{} {}", threshold_key(p), base), format_text("/fast_p/{}/{}", base, threshold_key(p)), Unit::rate});
+      rows.push_back({format_text("fast_{} {}", threshold_key(p), base),
+                      format_text("/fast_p/{}/{}", base, threshold_key(p)), Unit::rate});
     }
   }
   rows.push_back({"faster than compile (paper)", "/faster_than_compile", Unit::rate});
   rows.push_back({"geomean speedup vs eager, passing tasks", "/geomean_speedup_passing/vs_eager", Unit::speedup});
   rows.push_back({"geomean speedup vs compile, passing tasks", "/geomean_speedup_passing/vs_compile", Unit::speedup});
-  rows.push_back({"geomean speedup vs eager, failures as 1.0", "/geomean_speedup_failures_as_1/vs_eager", Unit::speedup});
-  rows.push_back({"geomean speedup vs compile, failures as 1.0", "/geomean_speedup_failures_as_1/vs_compile", Unit::speedup});
+  rows.push_back(
+      {"geomean speedup vs eager, failures as 1.0", "/geomean_speedup_failures_as_1/vs_eager", Unit::speedup});
+  rows.push_back(
+      {"geomean speedup vs compile, failures as 1.0", "/geomean_speedup_failures_as_1/vs_compile", Unit::speedup});
   rows.push_back({"mean reward", "/mean_reward", Unit::number});
   return rows;
 }
@@ -47,10 +50,14 @@ std::string format_value(const Json& value, Unit unit) {
   if (!value.is_number()) return "n/a";
   double x = value.get<double>();
   switch (unit) {
-    case Unit::count: return format_text("{}", value.get<int64_t>());
-    case Unit::rate: return format_text("{:.1f}%", 100 * x);
-    case Unit::speedup: return format_text("{:.3f}x", x);
-    case Unit::number: return format_text("{:.3f}", x);
+    case Unit::count:
+      return format_text("{}", value.get<int64_t>());
+    case Unit::rate:
+      return format_text("{:.1f}%", 100 * x);
+    case Unit::speedup:
+      return format_text("{:.3f}x", x);
+    case Unit::number:
+      return format_text("{:.3f}", x);
   }
   return "n/a";
 }
@@ -62,11 +69,16 @@ std::string format_optional(const std::optional<double>& value, const char* suff
 std::string html_escape(std::string_view text) {
   std::string out;
   for (char c : text) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out += c;
   }
   return out;
 }
@@ -88,11 +100,13 @@ std::vector<std::vector<std::string>> metrics_table(const Json& summary) {
 }
 
 std::vector<std::vector<std::string>> task_table(const std::vector<TaskResult>& tasks) {
-  std::vector<std::vector<std::string>> table = {{"task", "level", "verdict", "stage", "vs eager", "vs compile", "reward", "degenerate"}};
+  std::vector<std::vector<std::string>> table = {
+      {"task", "level", "verdict", "stage", "vs eager", "vs compile", "reward", "degenerate"}};
   for (const TaskResult& task : tasks) {
-    table.push_back({task.task_id, task.level ? std::to_string(*task.level) : "-", to_json(task)["verdict"].get<std::string>(),
-                     task.stage.empty() ? "-" : task.stage, format_optional(task.vs_eager, "x"),
-                     format_optional(task.vs_compile, "x"), format_optional(task.reward, ""), task.degenerate.empty() ? "-" : task.degenerate});
+    table.push_back({task.task_id, task.level ? std::to_string(*task.level) : "-",
+                     to_json(task)["verdict"].get<std::string>(), task.stage.empty() ? "-" : task.stage,
+                     format_optional(task.vs_eager, "x"), format_optional(task.vs_compile, "x"),
+                     format_optional(task.reward, ""), task.degenerate.empty() ? "-" : task.degenerate});
   }
   return table;
 }
@@ -116,7 +130,8 @@ std::string html_table(const std::vector<std::vector<std::string>>& table) {
   std::string out = "<table>\n";
   for (size_t i = 0; i < table.size(); ++i) {
     out += "<tr>";
-    for (const std::string& cell : table[i]) out += format_text("<{}>{}</{}>", i == 0 ? "th" : "td", html_escape(cell), i == 0 ? "th" : "td");
+    for (const std::string& cell : table[i])
+      out += format_text("<{}>{}</{}>", i == 0 ? "th" : "td", html_escape(cell), i == 0 ? "th" : "td");
     out += "</tr>\n";
   }
   return out + "</table>\n";
@@ -139,19 +154,22 @@ struct Series {
 constexpr double k_width = 640, k_height = 300, k_left = 50, k_bottom = 40, k_top = 30;
 
 std::string svg_frame(const std::string& title, double y_max, const std::string& y_label, const std::string& body) {
-  std::string out = format_text("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\">"
-                                "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>"
-                                "<text x=\"{}\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{}</text>",
-                                k_width, k_height, k_left, html_escape(title));
+  std::string out = format_text(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\">"
+      "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>"
+      "<text x=\"{}\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{}</text>",
+      k_width, k_height, k_left, html_escape(title));
   double plot_h = k_height - k_bottom - k_top;
   for (int i = 0; i <= 4; ++i) {
     double y = k_top + plot_h * (1 - i / 4.0);
-    out += format_text("<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>"
-                       "<text x=\"{}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"end\">{:.3g}</text>",
-                       k_left, k_width - 10, y, y, k_left - 4, y + 3, y_max * i / 4.0);
+    out += format_text(
+        "<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>"
+        "<text x=\"{}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"end\">{:.3g}</text>",
+        k_left, k_width - 10, y, y, k_left - 4, y + 3, y_max * i / 4.0);
   }
-  out += format_text("<text x=\"12\" y=\"{}\" font-size=\"11\" transform=\"rotate(-90 12 {})\" text-anchor=\"middle\">{}</text>",
-                     k_top + plot_h / 2, k_top + plot_h / 2, html_escape(y_label));
+  out += format_text(
+      "<text x=\"12\" y=\"{}\" font-size=\"11\" transform=\"rotate(-90 12 {})\" text-anchor=\"middle\">{}</text>",
+      k_top + plot_h / 2, k_top + plot_h / 2, html_escape(y_label));
   return out + body + "</svg>\n";
 }
 
@@ -159,15 +177,17 @@ std::string legend(const std::vector<Series>& series) {
   std::string out;
   for (size_t i = 0; i < series.size(); ++i) {
     double x = k_width - 170, y = k_top + 12 + 14.0 * double(i);
-    out += format_text("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\" font-size=\"11\">{}</text>",
-                       x, y - 9, series[i].color, x + 14, y, html_escape(series[i].name));
+    out += format_text(
+        "<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\" "
+        "font-size=\"11\">{}</text>",
+        x, y - 9, series[i].color, x + 14, y, html_escape(series[i].name));
   }
   return out;
 }
 
 // Grouped bars: one group per category, one bar per series.
-std::string bar_chart(const std::string& title, const std::vector<std::string>& categories, const std::vector<Series>& series,
-                      const std::string& y_label) {
+std::string bar_chart(const std::string& title, const std::vector<std::string>& categories,
+                      const std::vector<Series>& series, const std::string& y_label) {
   double y_max = 0;
   for (const Series& s : series) {
     for (double v : s.values) y_max = std::max(y_max, v);
@@ -181,11 +201,12 @@ std::string bar_chart(const std::string& title, const std::vector<std::string>& 
     double x0 = k_left + group_w * double(c) + group_w * 0.1;
     for (size_t s = 0; s < series.size(); ++s) {
       double h = plot_h * series[s].values[c] / y_max;
-      body += format_text("<rect class=\"bar\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"/>",
-                          x0 + bar_w * double(s), k_top + plot_h - h, bar_w, h, series[s].color);
+      body +=
+          format_text("<rect class=\"bar\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"/>",
+                      x0 + bar_w * double(s), k_top + plot_h - h, bar_w, h, series[s].color);
     }
-    body += format_text("<text x=\"{:.1f}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>", x0 + group_w * 0.4,
-                        k_height - k_bottom + 14, html_escape(categories[c]));
+    body += format_text("<text x=\"{:.1f}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
+                        x0 + group_w * 0.4, k_height - k_bottom + 14, html_escape(categories[c]));
   }
   return svg_frame(title, y_max, y_label, body + legend(series));
 }
@@ -201,7 +222,8 @@ std::string line_chart(const std::string& title, const std::vector<double>& xs, 
     for (size_t i = 0; i < xs.size(); ++i) {
       points += format_text("{:.1f},{:.1f} ", k_left + plot_w * xs[i] / x_max, k_top + plot_h * (1 - s.values[i]));
     }
-    body += format_text("<polyline class=\"curve\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>", s.color, points);
+    body += format_text("<polyline class=\"curve\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>",
+                        s.color, points);
   }
   for (int i = 0; i <= 4; ++i) {
     body += format_text("<text x=\"{:.1f}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{:.3g}</text>",
@@ -214,7 +236,8 @@ std::string line_chart(const std::string& title, const std::vector<double>& xs, 
 
 std::vector<TaskResult> counted(const std::vector<TaskResult>& tasks) {
   std::vector<TaskResult> out;
-  std::copy_if(tasks.begin(), tasks.end(), std::back_inserter(out), [](const TaskResult& t) { return t.degenerate.empty(); });
+  std::copy_if(tasks.begin(), tasks.end(), std::back_inserter(out),
+               [](const TaskResult& t) { return t.degenerate.empty(); });
   return out;
 }
 
@@ -223,7 +246,8 @@ std::string speedup_plot(const std::vector<TaskResult>& tasks) {
   constexpr int k_bins = 16;
   std::vector<std::string> labels;
   for (int b = 0; b < k_bins; ++b) labels.push_back(format_text("{:.2g}", std::exp2(-4 + 0.5 * b + 0.25)));
-  Series eager{"vs eager", "#1f77b4", std::vector<double>(k_bins)}, compile{"vs torch.compile", "#ff7f0e", std::vector<double>(k_bins)};
+  Series eager{"vs eager", "#1f77b4", std::vector<double>(k_bins)},
+      compile{"vs torch.compile", "#ff7f0e", std::vector<double>(k_bins)};
   for (const TaskResult& task : tasks) {
     auto add = [&](const std::optional<double>& speedup, Series& series) {
       if (!task.pass || !speedup || *speedup <= 0) return;
@@ -245,17 +269,21 @@ std::string fast_p_plot(const std::vector<TaskResult>& tasks) {
     eager.values.push_back(fast_p(tasks, p, false).is_number() ? fast_p(tasks, p, false).get<double>() : 0.0);
     compile.values.push_back(fast_p(tasks, p, true).is_number() ? fast_p(tasks, p, true).get<double>() : 0.0);
   }
-  return line_chart("fast_p: share of all tasks correct and faster than p", ps, {eager, compile}, "speedup threshold p", "fraction of tasks");
+  return line_chart("fast_p: share of all tasks correct and faster than p", ps, {eager, compile}, "speedup threshold p",
+                    "fraction of tasks");
 }
 
 std::string level_plot(const Json& summary) {
   std::vector<std::string> levels;
-  Series pass{"pass rate", "#2ca02c", {}}, fast1{"fast_1 vs eager", "#1f77b4", {}}, ftc{"faster than compile", "#ff7f0e", {}};
+  Series pass{"pass rate", "#2ca02c", {}}, fast1{"fast_1 vs eager", "#1f77b4", {}},
+      ftc{"faster than compile", "#ff7f0e", {}};
   auto add = [&](const std::string& name, const Json& metrics) {
     levels.push_back(name);
     pass.values.push_back(metrics.value("pass_rate", 0.0));
-    fast1.values.push_back(at(metrics, "/fast_p/vs_eager/1").is_number() ? at(metrics, "/fast_p/vs_eager/1").get<double>() : 0.0);
-    ftc.values.push_back(metrics["faster_than_compile"].is_number() ? metrics["faster_than_compile"].get<double>() : 0.0);
+    fast1.values.push_back(
+        at(metrics, "/fast_p/vs_eager/1").is_number() ? at(metrics, "/fast_p/vs_eager/1").get<double>() : 0.0);
+    ftc.values.push_back(metrics["faster_than_compile"].is_number() ? metrics["faster_than_compile"].get<double>()
+                                                                    : 0.0);
   };
   for (const auto& [level, metrics] : summary["levels"].items()) add("level " + level, metrics);
   add("overall", summary["overall"]);
@@ -266,8 +294,10 @@ std::string reward_plot(const std::vector<TaskResult>& tasks) {
   std::map<double, double> counts;
   double missing = 0;
   for (const TaskResult& task : tasks) {
-    if (task.reward) counts[std::round(*task.reward * 100) / 100] += 1;
-    else missing += 1;
+    if (task.reward)
+      counts[std::round(*task.reward * 100) / 100] += 1;
+    else
+      missing += 1;
   }
   std::vector<std::string> labels;
   Series series{"tasks", "#9467bd", {}};
@@ -290,7 +320,8 @@ std::expected<EvalRun, std::string> parse_run(const std::vector<Json>& records) 
       run.summary = records[i];
       continue;
     }
-    if (kind != "eval_task") return std::unexpected(format_text("record {}: kind '{}' is not eval_task or eval_summary", i + 1, kind));
+    if (kind != "eval_task")
+      return std::unexpected(format_text("record {}: kind '{}' is not eval_task or eval_summary", i + 1, kind));
     auto task = result_from_json(records[i]);
     if (!task) return std::unexpected(format_text("record {}: {}", i + 1, task.error()));
     run.tasks.push_back(std::move(*task));
@@ -303,8 +334,9 @@ std::string markdown_report(const EvalRun& run) {
   std::string out = "# ca-eval report\n\nSuite: " + run.summary.value("suite", std::string()) + "; " +
                     run.summary.value("source", std::string()) + "\n\n## Environment\n\n";
   out += environment_text(run.summary["environment"], "- ");
-  out += "\n## Metrics\n\nRates are over all tasks of the column (a failed or missing solution counts as failed); "
-         "degenerate tasks (rejected by ca-filter) are counted apart.\n\n";
+  out +=
+      "\n## Metrics\n\nRates are over all tasks of the column (a failed or missing solution counts as failed); "
+      "degenerate tasks (rejected by ca-filter) are counted apart.\n\n";
   out += markdown_table(metrics_table(run.summary));
   out += "\n## Tasks\n\n" + markdown_table(task_table(run.tasks));
   return out;
@@ -312,14 +344,16 @@ std::string markdown_report(const EvalRun& run) {
 
 std::string html_report(const EvalRun& run) {
   std::vector<TaskResult> tasks = counted(run.tasks);
-  std::string out = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>ca-eval report</title><style>"
-                    "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
-                    "td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}td:first-child{text-align:left}"
-                    "svg{display:block;margin:1em 0;border:1px solid #eee}</style></head><body>\n<h1>ca-eval report</h1>\n";
+  std::string out =
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>ca-eval report</title><style>"
+      "body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
+      "td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}td:first-child{text-align:left}"
+      "svg{display:block;margin:1em 0;border:1px solid #eee}</style></head><body>\n<h1>ca-eval report</h1>\n";
   out += "<p>Suite: " + html_escape(run.summary.value("suite", std::string())) + "; " +
          html_escape(run.summary.value("source", std::string())) + "</p>\n<h2>Environment</h2>\n<ul>\n";
   for (const auto& [key, value] : run.summary["environment"].items()) {
-    out += "<li>" + html_escape(key) + ": " + html_escape(value.is_string() ? value.get<std::string>() : value.dump()) + "</li>\n";
+    out += "<li>" + html_escape(key) + ": " + html_escape(value.is_string() ? value.get<std::string>() : value.dump()) +
+           "</li>\n";
   }
   out += "</ul>\n<h2>Metrics</h2>\n" + html_table(metrics_table(run.summary)) + "<h2>Plots</h2>\n";
   out += speedup_plot(tasks) + fast_p_plot(tasks) + level_plot(run.summary) + reward_plot(tasks);
@@ -339,8 +373,8 @@ std::string compare_report(const EvalRun& a, const EvalRun& b) {
     }
     table.push_back({row.label, format_value(va, row.unit), format_value(vb, row.unit), delta});
   }
-  std::string out = "# ca-eval compare\n\nA: " + a.summary.value("source", std::string()) + "\n\nB: " +
-                    b.summary.value("source", std::string()) + "\n\n" + markdown_table(table);
+  std::string out = "# ca-eval compare\n\nA: " + a.summary.value("source", std::string()) +
+                    "\n\nB: " + b.summary.value("source", std::string()) + "\n\n" + markdown_table(table);
   std::map<std::string, const TaskResult*> in_b;
   for (const TaskResult& task : b.tasks) in_b[task.task_id] = &task;
   std::vector<std::vector<std::string>> changed = {{"task", "A", "B"}};

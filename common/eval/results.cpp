@@ -12,7 +12,6 @@ std::optional<double> number_at(const Json& object, const char* key) {
   return object[key].get<double>();
 }
 
-
 // A profile that ran and failed (not one skipped after a failed verification) makes the candidate wrong.
 bool profile_failed(const Json& record) {
   if (!record.contains("profile") || !record["profile"].is_object()) return false;
@@ -20,7 +19,9 @@ bool profile_failed(const Json& record) {
   return profile.value("ok", true) == false && !profile.contains("skipped");
 }
 
-Json optional_json(const std::optional<double>& value) { return value ? Json(*value) : Json(nullptr); }
+Json optional_json(const std::optional<double>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
 
 }  // namespace
 
@@ -40,7 +41,8 @@ std::expected<TaskResult, std::string> judge_result(const Json& record) {
     const Json& failed = profile_failed(record) ? record["profile"] : **verify;
     result.stage = failed.value("stage", std::string("unknown"));
   }
-  const Json& profile = record.contains("profile") && record["profile"].is_object() ? record["profile"] : Json::object();
+  const Json& profile =
+      record.contains("profile") && record["profile"].is_object() ? record["profile"] : Json::object();
   if (profile.contains("times_us")) {
     result.candidate_us = number_at(profile["times_us"], "candidate");
     result.eager_us = number_at(profile["times_us"], "eager");
@@ -61,7 +63,8 @@ bool better_result(const TaskResult& a, const TaskResult& b) {
   return a.vs_eager.value_or(0) > b.vs_eager.value_or(0);
 }
 
-std::vector<TaskResult> collect_results(const std::vector<Json>& tasks, const std::multimap<std::string, TaskResult>& judged,
+std::vector<TaskResult> collect_results(const std::vector<Json>& tasks,
+                                        const std::multimap<std::string, TaskResult>& judged,
                                         const std::map<std::string, std::string>& rejects) {
   std::vector<TaskResult> results;
   for (const Json& task : tasks) {
@@ -76,7 +79,8 @@ std::vector<TaskResult> collect_results(const std::vector<Json>& tasks, const st
     best.samples = samples;
     if (task.contains("level") && task["level"].is_number_integer()) best.level = task["level"].get<int64_t>();
     if (auto reject = rejects.find(best.task_id); reject != rejects.end()) best.degenerate = reject->second;
-    if (task.contains("reject") && task["reject"].is_object()) best.degenerate = task["reject"].value("reason", std::string("rejected"));
+    if (task.contains("reject") && task["reject"].is_object())
+      best.degenerate = task["reject"].value("reason", std::string("rejected"));
     results.push_back(std::move(best));
   }
   return results;
@@ -88,7 +92,8 @@ Json to_json(const TaskResult& result) {
   record["samples"] = result.samples;
   record["verdict"] = result.samples == 0 ? "MISSING" : (result.pass ? "PASS" : "FAIL");
   record["stage"] = result.stage;
-  record["times_us"] = {{"candidate", optional_json(result.candidate_us)}, {"eager", optional_json(result.eager_us)},
+  record["times_us"] = {{"candidate", optional_json(result.candidate_us)},
+                        {"eager", optional_json(result.eager_us)},
                         {"compile", optional_json(result.compile_us)}};
   record["speedup"] = {{"vs_eager", optional_json(result.vs_eager)}, {"vs_compile", optional_json(result.vs_compile)}};
   record["reward"] = optional_json(result.reward);
@@ -116,7 +121,8 @@ std::expected<TaskResult, std::string> result_from_json(const Json& record) {
   result.vs_eager = number_at(speedup, "vs_eager");
   result.vs_compile = number_at(speedup, "vs_compile");
   result.reward = number_at(record, "reward");
-  if (record.contains("degenerate") && record["degenerate"].is_string()) result.degenerate = record["degenerate"].get<std::string>();
+  if (record.contains("degenerate") && record["degenerate"].is_string())
+    result.degenerate = record["degenerate"].get<std::string>();
   return result;
 }
 

@@ -62,7 +62,8 @@ std::expected<std::vector<Json>, std::string> read_all_records(const std::string
   }
 }
 
-std::expected<std::vector<Json>, std::string> candidates_from_folder(const std::string& dir, const std::vector<Json>& tasks,
+std::expected<std::vector<Json>, std::string> candidates_from_folder(const std::string& dir,
+                                                                     const std::vector<Json>& tasks,
                                                                      const std::string& backend) {
   if (!fs::is_directory(dir)) return std::unexpected(dir + ": not a directory");
   std::vector<Json> candidates;
@@ -72,7 +73,8 @@ std::expected<std::vector<Json>, std::string> candidates_from_folder(const std::
     if (!fs::is_directory(root)) continue;
     Json files = Json::object();
     std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
       if (!it->is_regular_file()) continue;
       auto text = read_file(it->path().string());
       if (!text) return std::unexpected(text.error());
@@ -90,8 +92,9 @@ std::expected<std::vector<Json>, std::string> judge(const EvalOptions& options, 
   std::string jobs = std::to_string(options.jobs), seed = std::to_string(options.seed);
   if (!options.policy.empty()) {
     std::string trajectories = (work / "trajectories.jsonl").string();
-    std::vector<std::string> args = {"ca-rollout", "--tasks", options.suite, "--policy", options.policy, "--backend",
-                                     options.backend, "-j", jobs, "--seed", seed, "-q", "-o", trajectories};
+    std::vector<std::string> args = {
+        "ca-rollout", "--tasks", options.suite, "--policy", options.policy, "--backend", options.backend,
+        "-j",         jobs,      "--seed",      seed,       "-q",           "-o",        trajectories};
     for (const std::string& flag : options.profile_flags) {
       if (flag == "--no-compile") args.push_back(flag);
     }
@@ -111,35 +114,47 @@ std::expected<std::vector<Json>, std::string> judge(const EvalOptions& options, 
   std::string input = (work / "candidates.jsonl").string(), verified = (work / "verified.jsonl").string();
   std::string profiled = (work / "profiled.jsonl").string(), rewarded = (work / "rewarded.jsonl").string();
   if (auto written = write_records_file(input, candidates); !written) return std::unexpected(written.error());
-  if (auto ran = run_tool(options, {"ca-verify", "--tasks", options.suite, "-j", jobs, "--seed", seed, "-q", "-o", verified, input}); !ran) {
+  if (auto ran = run_tool(
+          options, {"ca-verify", "--tasks", options.suite, "-j", jobs, "--seed", seed, "-q", "-o", verified, input});
+      !ran) {
     return std::unexpected(ran.error());
   }
   std::vector<std::string> profile = {"ca-profile", "--tasks", options.suite, "--seed", seed, "-q", "-o", profiled};
   profile.insert(profile.end(), options.profile_flags.begin(), options.profile_flags.end());
   profile.push_back(verified);
   if (auto ran = run_tool(options, profile); !ran) return std::unexpected(ran.error());
-  if (auto ran = run_tool(options, {"ca-reward", "-q", "-o", rewarded, profiled}); !ran) return std::unexpected(ran.error());
+  if (auto ran = run_tool(options, {"ca-reward", "-q", "-o", rewarded, profiled}); !ran)
+    return std::unexpected(ran.error());
   return read_all_records(rewarded);
 }
 
 Json describe_environment(const std::vector<Json>& judged, const std::string& backend, const std::string& bin_dir) {
-  Json environment = {{"hardware", nullptr}, {"backend", backend}, {"timing_method", nullptr}, {"precision", nullptr},
+  Json environment = {{"hardware", nullptr},
+                      {"backend", backend},
+                      {"timing_method", nullptr},
+                      {"precision", nullptr},
                       {"tolerance", nullptr}};
   for (const Json& record : judged) {
-    const Json& profile = record.contains("profile") && record["profile"].is_object() ? record["profile"] : Json::object();
+    const Json& profile =
+        record.contains("profile") && record["profile"].is_object() ? record["profile"] : Json::object();
     if (environment["hardware"].is_null() && profile.contains("device")) environment["hardware"] = profile["device"];
-    if (environment["timing_method"].is_null() && profile.contains("method")) environment["timing_method"] = profile["method"];
-    if (environment["precision"].is_null() && profile.contains("precision")) environment["precision"] = profile["precision"];
+    if (environment["timing_method"].is_null() && profile.contains("method"))
+      environment["timing_method"] = profile["method"];
+    if (environment["precision"].is_null() && profile.contains("precision"))
+      environment["precision"] = profile["precision"];
     if (profile.contains("backend")) environment["backend"] = profile["backend"];
     if (environment["tolerance"].is_null() && record.contains("verify") && record["verify"].is_object() &&
         record["verify"].contains("tolerance")) {
       environment["tolerance"] = record["verify"]["tolerance"];
     }
   }
-  if (environment["hardware"].is_null()) environment["hardware"] = device_description(Backend::cpu, 0) + " (this machine; no profile named one)";
-  // The torch the baselines ran on: the project's venv beside the build (build/bin/../../.venv), else CA_PYTHON or python3.
+  if (environment["hardware"].is_null())
+    environment["hardware"] = device_description(Backend::cpu, 0) + " (this machine; no profile named one)";
+  // The torch the baselines ran on: the project's venv beside the build (build/bin/../../.venv), else CA_PYTHON or
+  // python3.
   std::string python = std::getenv("CA_PYTHON") ? std::getenv("CA_PYTHON") : "python3";
-  if (fs::path venv = fs::path(bin_dir) / "../../.venv/bin/python"; !std::getenv("CA_PYTHON") && fs::exists(venv)) python = venv.string();
+  if (fs::path venv = fs::path(bin_dir) / "../../.venv/bin/python"; !std::getenv("CA_PYTHON") && fs::exists(venv))
+    python = venv.string();
   std::string torch = probe({python, "-c", "import torch; print(torch.__version__)"});
   environment["torch"] = torch.empty() ? Json(nullptr) : Json(torch);
   std::string driver = probe({"nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"});
@@ -156,7 +171,8 @@ std::expected<std::vector<Json>, std::pair<ExitCode, std::string>> run_eval(cons
     if (!rejected) return std::unexpected(std::pair{ExitCode::no_input, rejected.error()});
     for (const Json& task : *rejected) {
       const Json& reject = task.contains("reject") ? task["reject"] : Json::object();
-      rejects[task.value("id", std::string())] = reject.is_object() ? reject.value("reason", std::string("rejected")) : "rejected";
+      rejects[task.value("id", std::string())] =
+          reject.is_object() ? reject.value("reason", std::string("rejected")) : "rejected";
     }
   }
   auto judged = judge(options, *tasks);
@@ -164,15 +180,18 @@ std::expected<std::vector<Json>, std::pair<ExitCode, std::string>> run_eval(cons
   std::multimap<std::string, TaskResult> by_task;
   for (size_t i = 0; i < judged->size(); ++i) {
     auto result = judge_result((*judged)[i]);
-    if (!result) return std::unexpected(std::pair{ExitCode::data_error, "judged record " + std::to_string(i + 1) + ": " + result.error()});
+    if (!result)
+      return std::unexpected(
+          std::pair{ExitCode::data_error, "judged record " + std::to_string(i + 1) + ": " + result.error()});
     by_task.emplace(result->task_id, *result);
   }
   std::vector<TaskResult> results = collect_results(*tasks, by_task, rejects);
   std::vector<Json> records;
   for (const TaskResult& result : results) records.push_back(to_json(result));
   Json summary = {{"kind", "eval_summary"}, {"suite", options.suite}};
-  summary["source"] = !options.policy.empty() ? "policy " + options.policy
-                      : !options.judged.empty() ? "judged " + options.judged : "solutions " + options.solutions;
+  summary["source"] = !options.policy.empty()   ? "policy " + options.policy
+                      : !options.judged.empty() ? "judged " + options.judged
+                                                : "solutions " + options.solutions;
   summary["environment"] = describe_environment(*judged, options.backend, options.bin_dir);
   summary.update(summarize(results));
   records.push_back(std::move(summary));

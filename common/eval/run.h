@@ -13,14 +13,14 @@
 namespace ca {
 
 struct EvalOptions {
-  std::string suite;          // task JSONL
-  std::string solutions;      // candidate JSONL, or a folder of <task dir>/kernels/...
-  std::string judged;         // records that already carry verify (and profile, reward), or trajectories
-  std::string policy;         // ca-rollout's --policy
-  std::string rejects;        // ca-filter --rejects output: tasks reported apart as degenerate
+  std::string suite;      // task JSONL
+  std::string solutions;  // candidate JSONL, or a folder of <task dir>/kernels/...
+  std::string judged;     // records that already carry verify (and profile, reward), or trajectories
+  std::string policy;     // ca-rollout's --policy
+  std::string rejects;    // ca-filter --rejects output: tasks reported apart as degenerate
   std::string backend = "cpu";
-  std::string bin_dir;        // where ca-verify, ca-profile, ca-reward and ca-rollout are
-  std::string work_dir;       // where the tools' intermediate records go
+  std::string bin_dir;                     // where ca-verify, ca-profile, ca-reward and ca-rollout are
+  std::string work_dir;                    // where the tools' intermediate records go
   std::vector<std::string> profile_flags;  // passed to ca-profile (and --no-compile to ca-rollout)
   unsigned jobs = 1;
   uint64_t seed = 0;
@@ -31,7 +31,8 @@ std::expected<std::vector<Json>, std::string> read_all_records(const std::string
 
 /// Candidate records from a solutions folder: for each task, DIR/<task dir name>/ with its files (kernels/...).
 /// A task without a folder has no candidate. Returns an error when DIR cannot be read.
-std::expected<std::vector<Json>, std::string> candidates_from_folder(const std::string& dir, const std::vector<Json>& tasks,
+std::expected<std::vector<Json>, std::string> candidates_from_folder(const std::string& dir,
+                                                                     const std::vector<Json>& tasks,
                                                                      const std::string& backend);
 
 /// Runs the judging tools (or reads --judged) and returns the judged records. Errors name the tool and its stderr.

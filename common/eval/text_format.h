@@ -20,9 +20,12 @@ std::string format_args(std::string_view pattern, const std::vector<FormatArg>& 
 
 template <typename T>
 FormatArg to_format_arg(const T& value) {
-  if constexpr (std::is_floating_point_v<T>) return double(value);
-  else if constexpr (std::is_integral_v<T>) return int64_t(value);
-  else return std::string(value);
+  if constexpr (std::is_floating_point_v<T>)
+    return double(value);
+  else if constexpr (std::is_integral_v<T>)
+    return int64_t(value);
+  else
+    return std::string(value);
 }
 
 /// format_args with the arguments listed in place.

@@ -51,7 +51,8 @@ ExitCode write_text(const std::string& path, const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  ToolCli cli("ca-eval", "Evaluate solutions or a policy on a task suite with KernelBench's metrics; report and compare runs.");
+  ToolCli cli("ca-eval",
+              "Evaluate solutions or a policy on a task suite with KernelBench's metrics; report and compare runs.");
   auto& app = cli.app();
   app.require_subcommand(1);
   EvalOptions options;
@@ -59,17 +60,22 @@ int main(int argc, char** argv) {
   bool no_compile = false, tf32 = false;
   auto* run = app.add_subcommand("run", "Judge a suite and write per-task results and a summary record");
   run->add_option("--suite", options.suite, "Task JSONL file")->required();
-  auto* solutions = run->add_option("--solutions", options.solutions, "Candidate JSONL file, or a folder of <task dir>/kernels/...");
+  auto* solutions =
+      run->add_option("--solutions", options.solutions, "Candidate JSONL file, or a folder of <task dir>/kernels/...");
   auto* policy = run->add_option("--policy", options.policy, "Run ca-rollout with this policy over the suite");
-  auto* judged = run->add_option("--judged", options.judged, "Records already judged (ca-verify|ca-profile|ca-reward output, trajectories)");
+  auto* judged = run->add_option("--judged", options.judged,
+                                 "Records already judged (ca-verify|ca-profile|ca-reward output, trajectories)");
   solutions->excludes(policy)->excludes(judged);
   policy->excludes(judged);
   run->add_option("--rejects", options.rejects, "ca-filter rejects: these tasks are degenerate, reported apart");
-  run->add_option("--backend", options.backend, "Backend of folder solutions and of the policy's workspaces")->capture_default_str()->check(CLI::IsMember({"cpu", "cuda"}));
+  run->add_option("--backend", options.backend, "Backend of folder solutions and of the policy's workspaces")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   run->add_flag("--no-compile", no_compile, "Profile without the torch.compile baseline");
   run->add_flag("--tf32", tf32, "Let the baselines use TF32 (ca-profile --tf32)");
   run->add_option("-o,--output", output, "Results JSONL file, - for stdout")->capture_default_str();
-  run->add_option("--workdir", options.work_dir, "Keep the tools' intermediate records here (default: a temporary folder)");
+  run->add_option("--workdir", options.work_dir,
+                  "Keep the tools' intermediate records here (default: a temporary folder)");
   auto* report = app.add_subcommand("report", "Write report.md and report.html of a results file");
   report->add_option("RESULTS", report_input, "Results JSONL of ca-eval run")->required();
   report->add_option("-o,--output-dir", report_dir, "Folder for report.md and report.html")->required();
@@ -116,7 +122,9 @@ int main(int argc, char** argv) {
       error(report_dir, ec.message());
       return to_int(ExitCode::io_error);
     }
-    if (auto code = write_text((fs::path(report_dir) / "report.md").string(), markdown_report(*loaded)); code != ExitCode::ok) return to_int(code);
+    if (auto code = write_text((fs::path(report_dir) / "report.md").string(), markdown_report(*loaded));
+        code != ExitCode::ok)
+      return to_int(code);
     return to_int(write_text((fs::path(report_dir) / "report.html").string(), html_report(*loaded)));
   }
   auto a = load_run(compare_a);
