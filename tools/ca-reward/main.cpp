@@ -1,12 +1,13 @@
 // ca-reward: add the episode reward to verified (and profiled) candidate records.
 #include "reward/reward.h"
 #include "util/cli.h"
+#include "util/exceptions.h"
 #include "util/record_loop.h"
 #include "util/record_output.h"
 
 using namespace ca;
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   ToolCli cli("ca-reward", "Add the reward (DESIGN §8) to candidate records that carry verify and profile results.");
   std::vector<std::string> inputs = {"-"};
   std::string output = "-";
@@ -29,4 +30,6 @@ int main(int argc, char** argv) {
     return transform_records(inputs, writer, fail_fast ? OnBadRecord::stop : OnBadRecord::skip,
                              [&](const Json& record) { return add_reward(record, options); });
   }));
+} catch (...) {  // LibTorch's and the standard library's exceptions: util/exceptions.h
+  return report_uncaught_exception();
 }

@@ -1,20 +1,17 @@
 // ca-synth: compose fused tasks of 1-5 ops from op records, with the built-in
 // grammar or through an OpenAI-compatible LLM endpoint.
-#include <chrono>
 #include <cstdlib>
 
 #include "http/http.h"
-#include "synth/composer.h"
-#include "synth/llm.h"
 #include "synth/records_in.h"
+#include "synth/synthesize.h"
 #include "util/cli.h"
+#include "util/exceptions.h"
 #include "util/log.h"
-#include "util/record_output.h"
-#include "util/signals.h"
 
 using namespace ca;
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   ToolCli cli("ca-synth", "Compose fused tasks of 1-5 ops from op records (ca-crawl ops) into task records.");
   std::string ops_path = "-", output = "-", mix_text = format_mix(k_paper_mix), device_name = "h200";
   std::string modules_path, api_key_env;
@@ -58,58 +55,17 @@ int main(int argc, char** argv) {
     error(records.error().message);
     return to_int(records.error().code);
   }
-  auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  if (llm.url.empty()) return to_int(synthesize_with_grammar(*records, ops_path, options, count, output));
 
-  if (!llm.url.empty()) {
-    // Failures are counted, not fatal: up to 3 requests per wanted task.
-    llm.api_key = api_key_env.empty() ? "" : (std::getenv(api_key_env.c_str()) ? std::getenv(api_key_env.c_str()) : "");
-    if (!api_key_env.empty() && llm.api_key.empty()) warning("--api-key-env: $" + api_key_env + " is not set; sending no key");
-    llm.target_ms = options.target_ms;
-    llm.device = device->name;
-    llm.seed = options.seed;
-    auto post = [timeout_s](const std::string& url, const std::string& body, const std::vector<std::string>& headers) {
-      return http_post(url, body, headers, timeout_s);
-    };
-    LlmComposer composer(std::move(*records), llm, post);
-    ExitCode code = write_records(output, [&](JsonlWriter& writer) {
-      for (size_t made = 0; made < count;) {
-        if (interrupted()) return ExitCode::interrupted;
-        if (composer.requests() >= 3 * count) return ExitCode::some_failed;
-        auto task = composer.next();
-        if (!task) {
-          verbose("request " + std::to_string(composer.requests()) + ": " + task.error());
-          continue;
-        }
-        if (auto stop = emit(writer, *task)) return *stop;
-        ++made;
-      }
-      return ExitCode::ok;
-    });
-    note(composer.summary() + " in " + std::to_string(int(elapsed())) + " s");
-    return to_int(code);
-  }
-
-  size_t unknown = 0;
-  std::vector<OpTemplate> ops = op_templates(*records, unknown);
-  if (unknown > 0) warning(std::to_string(unknown) + " usable op(s) not in this LibTorch, skipped");
-  if (ops.empty()) {
-    error(ops_path, "no usable op records");
-    return to_int(ExitCode::data_error);
-  }
-  Composer composer(std::move(ops), options);
-  ExitCode code = write_records(output, [&](JsonlWriter& writer) {
-    for (size_t i = 0; i < count; ++i) {
-      if (interrupted()) return ExitCode::interrupted;
-      auto task = composer.next();
-      if (!task) {
-        error(task.error());
-        return ExitCode::some_failed;
-      }
-      if (auto stop = emit(writer, *task)) return *stop;
-    }
-    return ExitCode::ok;
-  });
-  note(composer.summary(elapsed()));
-  return to_int(code);
+  llm.api_key = api_key_env.empty() ? "" : (std::getenv(api_key_env.c_str()) ? std::getenv(api_key_env.c_str()) : "");
+  if (!api_key_env.empty() && llm.api_key.empty()) warning("--api-key-env: $" + api_key_env + " is not set; sending no key");
+  llm.target_ms = options.target_ms;
+  llm.device = device->name;
+  llm.seed = options.seed;
+  auto post = [timeout_s](const std::string& url, const std::string& body, const std::vector<std::string>& headers) {
+    return http_post(url, body, headers, timeout_s);
+  };
+  return to_int(synthesize_with_llm(std::move(*records), llm, post, count, output));
+} catch (...) {  // LibTorch's and the standard library's exceptions: util/exceptions.h
+  return report_uncaught_exception();
 }
