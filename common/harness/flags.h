@@ -18,7 +18,7 @@ struct CandidateSources {
   std::string backend = "cpu"; // --backend: the backend of --workspace (and of ca-profile --precompile)
 };
 
-/// --atol and --rtol: the verification tolerance (torch/compare.h); `applies_to` says what it judges in this tool
+/// --atol and --rtol: the verification tolerance (compare_output's); `applies_to` says what it judges in this tool
 /// ("timed outputs", "the negative controls").
 void add_tolerance_flags(CLI::App& app, Tolerance& tolerance, const std::string& applies_to);
 

@@ -13,7 +13,7 @@ namespace ca {
 
 /// The Judge (verify/candidates.h) of ca-profile: a candidate whose `verify` failed is not timed ({ok: false,
 /// skipped}); others get profile_candidate with `options` on the record's backend. On cpu the baselines' tensors come
-/// from the caching CPU allocator (torch/cpu_caching_allocator.h), emptied after each record; the judge fails when
+/// from the LibTorch layer's caching CPU allocator, emptied after each record; the judge fails when
 /// c10 kept another allocator.
 Judge profile_judge(const ProfileOptions& options);
 

@@ -94,12 +94,15 @@ if command -v python3 >/dev/null; then
 
   # A bounded fork loop counts how far it gets...
   run "$sandbox" exec "$ws" --processes 32 -- python3 -c '
-import os, time
+import os
 n = 0
+r, w = os.pipe()
 try:
     for _ in range(200):
         if os.fork() == 0:
-            time.sleep(2)
+            # Alive until the parent has exited (the last write end closes), however slow the forks are.
+            os.close(w)
+            os.read(r, 1)
             os._exit(0)
         n += 1
 finally:
