@@ -32,7 +32,8 @@ ExitCode write_op_records(const std::string& output, bool usable_only, bool summ
   });
 }
 
-ExitCode write_module_records(const std::vector<std::string>& roots, const std::string& origin, const std::string& output) {
+ExitCode write_module_records(const std::vector<std::string>& roots, const std::string& origin,
+                              const std::string& output) {
   return write_records(output, [&](JsonlWriter& writer) {
     for (const auto& root : roots) {
       auto found = scan_py_modules(root);
@@ -86,7 +87,8 @@ ExitCode import_kernelbench(KernelbenchImport options, const std::string& output
   int imported = 0;
   ExitCode code = write_records(output, [&](JsonlWriter& writer) {
     for (const auto& record : *records) {
-      auto level = record.value("level", Json()).is_number() ? "level " + std::to_string(record["level"].get<int>()) : "other";
+      auto level =
+          record.value("level", Json()).is_number() ? "level " + std::to_string(record["level"].get<int>()) : "other";
       ++per_level[level].second;
       std::expected<ImportedTask, std::string> done =
           record.value("kind", "") == "import_error"
@@ -116,7 +118,8 @@ ExitCode import_kernelbench(KernelbenchImport options, const std::string& output
   std::string summary = "imported " + std::to_string(imported) + " of " + std::to_string(records->size());
   std::string levels;
   for (const auto& [level, counts] : per_level) {
-    levels += (levels.empty() ? "" : ", ") + level + ": " + std::to_string(counts.first) + "/" + std::to_string(counts.second);
+    levels += (levels.empty() ? "" : ", ") + level + ": " + std::to_string(counts.first) + "/" +
+              std::to_string(counts.second);
   }
   note(summary + (levels.empty() ? "" : " (" + levels + ")"));
   return code;

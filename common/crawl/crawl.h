@@ -17,7 +17,8 @@ ExitCode write_op_records(const std::string& output, bool usable_only, bool summ
 
 /// `ca-crawl modules`: one module record per nn.Module class under each of `roots`, with `origin` (default: the root
 /// as given). A root that cannot be read ends the run with no_input.
-ExitCode write_module_records(const std::vector<std::string>& roots, const std::string& origin, const std::string& output);
+ExitCode write_module_records(const std::vector<std::string>& roots, const std::string& origin,
+                              const std::string& output);
 
 /// `ca-crawl tasks`: each task record of `inputs` checked and completed (check_task); bad ones reported as
 /// file:line, then skipped (exit 1) or, with OnBadRecord::stop, the end of the run (exit 65).

@@ -5,24 +5,26 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 
 #include "filter/rubric.h"
+#include "timing/lease.h"
 #include "torch/compiled.h"
 #include "torch/interpreter.h"
 #include "torch/op_catalog.h"
 #include "torch/runner_calls.h"
 #include "torch/task_check.h"
 #include "torch/tensors.h"
-#include "timing/lease.h"
 #include "util/json_field.h"
 
 namespace ca {
 namespace {
 
-const char* const k_names[] = {"eager-error",   "random-op",     "duplicate",           "contaminated",
-                               "nondeterministic", "non-finite", "control-zeros",       "degenerate-constant",
-                               "ignores-input", "control-mean",  "control-passthrough", "noise-output", "too-fast",
-                               "too-slow",      "compile-error", "near-duplicate"};
+const char* const k_names[] = {"eager-error",      "random-op",    "duplicate",           "contaminated",
+                               "nondeterministic", "non-finite",   "control-zeros",       "degenerate-constant",
+                               "ignores-input",    "control-mean", "control-passthrough", "noise-output",
+                               "too-fast",         "too-slow",     "compile-error",       "near-duplicate"};
 
-bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
+bool contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
 
 double median_of(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -30,12 +32,15 @@ double median_of(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-at::Device device_of(Backend backend) { return backend == Backend::cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU); }
+at::Device device_of(Backend backend) {
+  return backend == Backend::cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+}
 
 // Times `call` on `tensors` with `clock`: one warm-up call, then options.timed_calls (fewer when far above the
 // window). Returns the milliseconds of each timed call.
 std::expected<std::vector<double>, std::string> time_calls(CallClock& clock, const FilterOptions& options,
-                                                           const RunProgram& call, const std::vector<at::Tensor>& tensors) {
+                                                           const RunProgram& call,
+                                                           const std::vector<at::Tensor>& tensors) {
   std::vector<double> times;
   for (int i = 0; i <= options.timed_calls; ++i) {  // call 0 warms up
     clock.prepare();
@@ -52,9 +57,13 @@ std::expected<std::vector<double>, std::string> time_calls(CallClock& clock, con
 
 }  // namespace
 
-std::string reason_name(RejectReason reason) { return k_names[static_cast<int>(reason)]; }
+std::string reason_name(RejectReason reason) {
+  return k_names[static_cast<int>(reason)];
+}
 
-std::vector<std::string> reason_names() { return {std::begin(k_names), std::end(k_names)}; }
+std::vector<std::string> reason_names() {
+  return {std::begin(k_names), std::end(k_names)};
+}
 
 bool is_random_op(std::string_view qualified) {
   auto [name, overload] = split_op_name(qualified);
@@ -91,9 +100,12 @@ void TaskFilter::precompile(const std::vector<std::string>& inputs, unsigned job
     if (!reader) continue;
     Record record;
     std::string message;
-    for (auto status = reader->next(record, message); status != JsonlReader::Status::end && status != JsonlReader::Status::io_error;
+    for (auto status = reader->next(record, message);
+         status != JsonlReader::Status::end && status != JsonlReader::Status::io_error;
          status = reader->next(record, message)) {
-      if (status != JsonlReader::Status::record || !record.value.is_object() || record.value.value("kind", "") != "task") continue;
+      if (status != JsonlReader::Status::record || !record.value.is_object() ||
+          record.value.value("kind", "") != "task")
+        continue;
       // The program as judge() will compile it: after check_task has completed the record.
       auto checked = check_task(record.value);
       if (!checked) continue;
@@ -105,7 +117,8 @@ void TaskFilter::precompile(const std::vector<std::string>& inputs, unsigned job
   auto states = compile_missing(pointers, device_of(m_options.backend), m_options.compiled, jobs);
   for (size_t i = 0; i < states.size(); ++i) {
     if (states[i]) continue;
-    if (auto key = compiled_key_text(programs[i], device_of(m_options.backend), m_options.compiled)) m_compile_errors[*key] = states[i].error();
+    if (auto key = compiled_key_text(programs[i], device_of(m_options.backend), m_options.compiled))
+      m_compile_errors[*key] = states[i].error();
   }
 }
 
@@ -155,7 +168,8 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
   }
 
   const at::Device device = device_of(m_options.backend);
-  uint64_t task_seed = record.contains("seed") && record["seed"].is_number_unsigned() ? record["seed"].get<uint64_t>() : 0;
+  uint64_t task_seed =
+      record.contains("seed") && record["seed"].is_number_unsigned() ? record["seed"].get<uint64_t>() : 0;
   const uint64_t seed = task_seed + m_options.seed;
   RunProgram run = [&](const std::vector<at::Tensor>& tensors) { return interpreter->run(tensors); };
   // Runs the trial's program on its tensors; the error names the trial.
@@ -236,14 +250,16 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
   if (m_options.compile) {
     auto compile_error = [&](std::string detail) { return reject({RejectReason::compile_error, std::move(detail)}); };
     if (auto key = compiled_key_text(*program, device, m_options.compiled); key) {
-      if (auto failed = m_compile_errors.find(*key); failed != m_compile_errors.end()) return compile_error(failed->second);
+      if (auto failed = m_compile_errors.find(*key); failed != m_compile_errors.end())
+        return compile_error(failed->second);
     }
     auto compiled = CompiledProgram::load_or_compile(*program, device, m_options.compiled);
     if (!compiled) return compile_error(compiled.error());
     auto outputs = compiled->run(a.tensors);
     if (!outputs) return compile_error(outputs.error());
     if (Step step = check_compiled_outputs(*outputs, a.outputs, m_options.tolerance)) return reject(*step);
-    auto compile_times = time_calls(*m_clock, m_options, [&](const std::vector<at::Tensor>& tensors) { return compiled->run(tensors); }, a.tensors);
+    auto compile_times = time_calls(
+        *m_clock, m_options, [&](const std::vector<at::Tensor>& tensors) { return compiled->run(tensors); }, a.tensors);
     if (!compile_times) return compile_error("timed run: " + compile_times.error());
     meta()["compile_ms"] = median_of(*compile_times);
     compile_info = {{"key", compiled->key()}, {"cached", compiled->cached()}, {"seconds", compiled->compile_seconds()}};
@@ -251,8 +267,8 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
 
   const std::string key = near_duplicate_key(*program);
   if (auto kept = m_kept_keys.find(key); kept != m_kept_keys.end()) {
-    return reject({RejectReason::near_duplicate, "same op sequence and input/param shapes as " + kept->second +
-                                                     " (only literals or inits differ)"});
+    return reject({RejectReason::near_duplicate,
+                   "same op sequence and input/param shapes as " + kept->second + " (only literals or inits differ)"});
   }
   m_kept_keys.emplace(key, *id);
 

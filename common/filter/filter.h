@@ -51,10 +51,10 @@ bool is_random_op(std::string_view qualified);
 
 struct FilterOptions {
   Backend backend = Backend::cpu;  // the device tasks run and are timed on (cuda: device 0)
-  double min_ms = 0.01;         // eager median at least (0: no lower bound)
-  double max_ms = 1000;         // eager median at most (0: no upper bound)
-  int timed_calls = 5;          // timed eager calls after one warm-up; the median counts
-  bool compile = false;         // build and run the AOTInductor package (minutes per task on a CPU)
+  double min_ms = 0.01;            // eager median at least (0: no lower bound)
+  double max_ms = 1000;            // eager median at most (0: no upper bound)
+  int timed_calls = 5;             // timed eager calls after one warm-up; the median counts
+  bool compile = false;            // build and run the AOTInductor package (minutes per task on a CPU)
   CompiledOptions compiled;
   Tolerance tolerance;          // the negative controls are judged with ca-verify's compare_output and this
   uint64_t seed = 0;            // added to each task's own seed
@@ -62,7 +62,7 @@ struct FilterOptions {
   // noise_output: the share of the tolerance the reference's own rounding may use (0: no check). At 0.5 a correct
   // candidate whose rounding error is as large as the reference's still passes (the two errors add up to 1).
   double rounding_share = 0.5;
-  std::string lock_dir;         // for the device lease; "" = $CA_LOCK_DIR or /tmp
+  std::string lock_dir;  // for the device lease; "" = $CA_LOCK_DIR or /tmp
 };
 
 struct Verdict {
@@ -91,8 +91,8 @@ class TaskFilter {
  private:
   FilterOptions m_options;
   ReferenceSet m_references;
-  std::map<std::string, std::string> m_fingerprints;  // fingerprint -> id of its first task
-  std::map<std::string, std::string> m_kept_keys;     // near_duplicate_key -> id of the kept task
+  std::map<std::string, std::string> m_fingerprints;    // fingerprint -> id of its first task
+  std::map<std::string, std::string> m_kept_keys;       // near_duplicate_key -> id of the kept task
   std::map<std::string, std::string> m_compile_errors;  // compiled_key_text -> why precompile could not compile it
   std::unique_ptr<CallClock> m_clock;
 };

@@ -87,19 +87,22 @@ ExitCode filter_records(FilterOptions options, FilterRun run) {
   }
 
   ExitCode code = write_records(run.output, [&](JsonlWriter& writer) {
-    ExitCode result = visit_records(run.inputs, run.fail_fast ? OnBadRecord::stop : OnBadRecord::skip,
-                                    [&](const Record& record) -> std::expected<std::optional<ExitCode>, std::string> {
-      auto verdict = filter.judge(record.value);
-      if (!verdict) return std::unexpected(verdict.error());
-      if (!verdict->reason) {
-        ++kept;
-        return emit(writer, verdict->record);
-      }
-      ++counts[reason_name(*verdict->reason)];
-      ++rejected;
-      verbose(record.where() + ": " + record.value.value("id", "") + ": " + reason_name(*verdict->reason) + ": " + verdict->detail);
-      return rejects ? emit(*rejects, verdict->record) : std::nullopt;
-    }, &unjudged);
+    ExitCode result = visit_records(
+        run.inputs, run.fail_fast ? OnBadRecord::stop : OnBadRecord::skip,
+        [&](const Record& record) -> std::expected<std::optional<ExitCode>, std::string> {
+          auto verdict = filter.judge(record.value);
+          if (!verdict) return std::unexpected(verdict.error());
+          if (!verdict->reason) {
+            ++kept;
+            return emit(writer, verdict->record);
+          }
+          ++counts[reason_name(*verdict->reason)];
+          ++rejected;
+          verbose(record.where() + ": " + record.value.value("id", "") + ": " + reason_name(*verdict->reason) + ": " +
+                  verdict->detail);
+          return rejects ? emit(*rejects, verdict->record) : std::nullopt;
+        },
+        &unjudged);
     if (result != ExitCode::ok && result != ExitCode::some_failed) return result;
     if (rejects) {
       if (auto committed = rejects->commit(); !committed) {

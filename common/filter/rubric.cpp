@@ -24,8 +24,10 @@ bool random_init(const Init& init) {
     case Dist::uniform:
     case Dist::normal:
     case Dist::kaiming_uniform:
-    case Dist::randint: return init.dist != Dist::uniform || init.a != init.b;
-    default: return false;
+    case Dist::randint:
+      return init.dist != Dist::uniform || init.a != init.b;
+    default:
+      return false;
   }
 }
 
@@ -61,7 +63,8 @@ bool same_outputs(const Outputs& a, const Outputs& b) {
 // The same values in float64 (floating tensors only): a run on them stands in for the exact output.
 std::vector<at::Tensor> in_float64(const std::vector<at::Tensor>& tensors) {
   std::vector<at::Tensor> wide;
-  for (const at::Tensor& tensor : tensors) wide.push_back(at::isFloatingType(tensor.scalar_type()) ? tensor.to(at::kDouble) : tensor);
+  for (const at::Tensor& tensor : tensors)
+    wide.push_back(at::isFloatingType(tensor.scalar_type()) ? tensor.to(at::kDouble) : tensor);
   return wide;
 }
 
@@ -132,8 +135,9 @@ Step check_not_constant(const Trial& a, const Trial& b) {
     const std::string name = "output " + std::to_string(k);
     if (out.numel() == 0) return Reject{RejectReason::degenerate_constant, name + " is empty"};
     if (out.numel() > 1 && at::eq(out.flatten(), out.flatten()[0]).all().item<bool>()) {
-      return Reject{RejectReason::degenerate_constant, name + ": all " + std::to_string(out.numel()) + " elements equal " +
-                                                           number(out.flatten()[0].item<double>())};
+      return Reject{
+          RejectReason::degenerate_constant,
+          name + ": all " + std::to_string(out.numel()) + " elements equal " + number(out.flatten()[0].item<double>())};
     }
     if (out.numel() == 1 && same_bits(out, b.outputs[k])) {
       return Reject{RejectReason::degenerate_constant,
@@ -173,19 +177,22 @@ Step check_mean_and_passthrough_controls(const Program& program, const Trial& a,
       return at::full_like(trial.outputs[k], finite.mean().item<double>());
     };
     if (control_passes(a, b, k, tolerance, mean_of)) {
-      return Reject{RejectReason::control_mean, "output " + std::to_string(k) + ": a constant equal to its mean on another seed (" +
+      return Reject{RejectReason::control_mean, "output " + std::to_string(k) +
+                                                    ": a constant equal to its mean on another seed (" +
                                                     number(mean_of(a)->flatten()[0].item<double>()) +
                                                     ") passes verification" + tolerance_text(tolerance)};
     }
     for (size_t i = 0; i < tensor_count; ++i) {
       auto pass_through = [&](const Trial& trial) -> std::optional<at::Tensor> {
         const at::Tensor& tensor = trial.tensors[i];
-        if (tensor.sizes() != trial.outputs[k].sizes() || tensor.scalar_type() != trial.outputs[k].scalar_type()) return std::nullopt;
+        if (tensor.sizes() != trial.outputs[k].sizes() || tensor.scalar_type() != trial.outputs[k].scalar_type())
+          return std::nullopt;
         return tensor;
       };
       if (control_passes(a, b, k, tolerance, pass_through)) {
         return Reject{RejectReason::control_passthrough, "output " + std::to_string(k) + ": " + label(program, i) +
-                                                             " passed through passes verification" + tolerance_text(tolerance)};
+                                                             " passed through passes verification" +
+                                                             tolerance_text(tolerance)};
       }
     }
   }
@@ -227,7 +234,8 @@ std::vector<std::string> tiny_output_flags(const Outputs& outputs, double atol) 
     if (!at::isFloatingType(out.scalar_type()) || out.numel() == 0) continue;
     double largest = out.abs().max().item<double>();
     if (largest < atol) {
-      flags.push_back("tiny-output: output " + std::to_string(k) + " max |ref| " + number(largest) + " < atol " + number(atol));
+      flags.push_back("tiny-output: output " + std::to_string(k) + " max |ref| " + number(largest) + " < atol " +
+                      number(atol));
     }
   }
   return flags;
@@ -236,8 +244,10 @@ std::vector<std::string> tiny_output_flags(const Outputs& outputs, double atol) 
 Step check_runtime_window(double median_ms, size_t calls, double min_ms, double max_ms) {
   const std::string window =
       " (window " + number(min_ms) + "-" + number(max_ms) + " ms, median of " + std::to_string(calls) + " calls)";
-  if (min_ms > 0 && median_ms < min_ms) return Reject{RejectReason::too_fast, "eager " + number(median_ms) + " ms" + window};
-  if (max_ms > 0 && median_ms > max_ms) return Reject{RejectReason::too_slow, "eager " + number(median_ms) + " ms" + window};
+  if (min_ms > 0 && median_ms < min_ms)
+    return Reject{RejectReason::too_fast, "eager " + number(median_ms) + " ms" + window};
+  if (max_ms > 0 && median_ms > max_ms)
+    return Reject{RejectReason::too_slow, "eager " + number(median_ms) + " ms" + window};
   return std::nullopt;
 }
 
@@ -245,7 +255,8 @@ Step check_compiled_outputs(const Outputs& compiled, const Outputs& eager, const
   for (size_t k = 0; k < eager.size() && k < compiled.size(); ++k) {
     Comparison c = compare_output(compiled[k], eager[k], tolerance);
     if (!c.ok) {
-      return Reject{RejectReason::compile_error, "compiled output " + std::to_string(k) + " differs from eager: " + c.message};
+      return Reject{RejectReason::compile_error,
+                    "compiled output " + std::to_string(k) + " differs from eager: " + c.message};
     }
   }
   return std::nullopt;

@@ -7,7 +7,9 @@
 namespace ca {
 namespace {
 
-Outputs one(at::Tensor tensor) { return {std::move(tensor)}; }
+Outputs one(at::Tensor tensor) {
+  return {std::move(tensor)};
+}
 
 // The task program of `inputs` (name -> shape, float32, rand) and nodes; the last node's output is the program's.
 Program program_of(Json inputs, Json nodes) {
@@ -21,7 +23,9 @@ Json input(const std::string& name, Json shape) {
   return {{"name", name}, {"dtype", "float32"}, {"shape", shape}, {"init", "rand"}};
 }
 
-Json node(const std::string& op, Json args, const std::string& out) { return {{"op", op}, {"args", args}, {"out", {out}}}; }
+Json node(const std::string& op, Json args, const std::string& out) {
+  return {{"op", op}, {"args", args}, {"out", {out}}};
+}
 
 // A trial of `program` on tensors drawn from `seed`, run by the interpreter.
 Trial trial_of(const Program& program, uint64_t seed) {
@@ -53,7 +57,7 @@ TEST(FilterRubric, RandomOpsInMetaAreRejected) {
 
 TEST(FilterRubric, DeterminismIsBitForBit) {
   at::Tensor a = at::tensor({1.0f, NAN, -0.0f});
-  EXPECT_FALSE(check_deterministic(one(a), one(a.clone()), 7));  // NaN equals NaN of the same bits
+  EXPECT_FALSE(check_deterministic(one(a), one(a.clone()), 7));                    // NaN equals NaN of the same bits
   auto step = check_deterministic(one(a), one(at::tensor({1.0f, NAN, 0.0f})), 7);  // -0.0 differs from 0.0
   ASSERT_TRUE(step);
   EXPECT_EQ(step->reason, RejectReason::nondeterministic);
@@ -156,7 +160,9 @@ TEST(FilterRubric, RoundingNoiseOnEitherTrialRejects) {
   at::Tensor x = at::tensor({1.0f, 2.0f, 3.0f});
   Trial a{{x}, one(x * 2)};
   // The float64 run returns the float32 outputs' values: the rounding error is 0.
-  RunProgram exact = [](const std::vector<at::Tensor>& tensors) -> std::expected<Outputs, std::string> { return one(tensors[0] * 2); };
+  RunProgram exact = [](const std::vector<at::Tensor>& tensors) -> std::expected<Outputs, std::string> {
+    return one(tensors[0] * 2);
+  };
   double rounding = -1;
   std::vector<std::string> flags;
   EXPECT_FALSE(check_rounding_noise(a, a, exact, tolerance, 0.5, rounding, flags));

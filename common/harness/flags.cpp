@@ -18,9 +18,11 @@ void add_build_flags(CLI::App& app, BuildOptions& build) {
 
 void add_candidate_source_flags(CLI::App& app, CandidateSources& sources, const std::string& judging) {
   app.add_option("--tasks", sources.tasks, "Task JSONL file for candidates that name a task_id");
-  app.add_option("--workspace", sources.workspace,
-                 "Instead of records, " + judging + " an agent workspace (task.json + kernels/) and print for the agent");
-  app.add_option("--backend", sources.backend, "Backend of --workspace, and of precompiled baselines: cpu or cuda")->capture_default_str();
+  app.add_option(
+      "--workspace", sources.workspace,
+      "Instead of records, " + judging + " an agent workspace (task.json + kernels/) and print for the agent");
+  app.add_option("--backend", sources.backend, "Backend of --workspace, and of precompiled baselines: cpu or cuda")
+      ->capture_default_str();
 }
 
 }  // namespace ca

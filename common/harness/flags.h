@@ -13,9 +13,9 @@ namespace ca {
 
 /// Where a judging tool's candidates come from besides its record inputs.
 struct CandidateSources {
-  std::string tasks;           // --tasks: task records for candidates that name a task_id (a side file)
-  std::string workspace;       // --workspace: an agent's workspace to judge instead of records
-  std::string backend = "cpu"; // --backend: the backend of --workspace (and of ca-profile --precompile)
+  std::string tasks;            // --tasks: task records for candidates that name a task_id (a side file)
+  std::string workspace;        // --workspace: an agent's workspace to judge instead of records
+  std::string backend = "cpu";  // --backend: the backend of --workspace (and of ca-profile --precompile)
 };
 
 /// --atol and --rtol: the verification tolerance (compare_output's); `applies_to` says what it judges in this tool

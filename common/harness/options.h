@@ -14,10 +14,10 @@ struct Tolerance {
 
 struct Comparison {
   bool ok = false;
-  double max_abs = 0;  // max |out - ref|
-  double max_rel = 0;  // max |out - ref| / |ref| over elements with |ref| > atol
-  double rel_l2 = 0;   // ||out - ref|| / ||ref|| (0 when ref is all zeros and out matches)
-  std::string message; // why it failed, for an agent: which check, where, the values
+  double max_abs = 0;   // max |out - ref|
+  double max_rel = 0;   // max |out - ref| / |ref| over elements with |ref| > atol
+  double rel_l2 = 0;    // ||out - ref|| / ||ref|| (0 when ref is all zeros and out matches)
+  std::string message;  // why it failed, for an agent: which check, where, the values
 };
 
 /// Empty strings mean "search", in the order given for each field.

@@ -17,19 +17,25 @@ namespace {
 std::string limit_message(const SandboxResult& result, const SandboxLimits& limits) {
   auto seconds = [](double s) { return std::to_string(static_cast<int64_t>(s)) + " s"; };
   if (result.limit_hit == "cpu") return "command hit the CPU-time limit (" + seconds(limits.cpu_s) + ")";
-  if (result.limit_hit == "memory") return "command hit the memory limit (" + std::to_string(limits.memory_bytes) + " bytes)";
-  if (result.limit_hit == "file size") return "command hit the file-size limit (" + std::to_string(limits.file_bytes) + " bytes)";
-  if (result.limit_hit == "processes") return "command hit the process limit (" + std::to_string(limits.processes) + ")";
+  if (result.limit_hit == "memory")
+    return "command hit the memory limit (" + std::to_string(limits.memory_bytes) + " bytes)";
+  if (result.limit_hit == "file size")
+    return "command hit the file-size limit (" + std::to_string(limits.file_bytes) + " bytes)";
+  if (result.limit_hit == "processes")
+    return "command hit the process limit (" + std::to_string(limits.processes) + ")";
   if (result.limit_hit == "output") return "command output beyond the capture limit was dropped";
   if (result.timed_out) return "command ended by the wall-clock limit (" + seconds(limits.wall_s) + ")";
   return "";
 }
 
-bool is_workspace(const std::string& dir) { return fs::is_directory(fs::path(dir) / "kernels"); }
+bool is_workspace(const std::string& dir) {
+  return fs::is_directory(fs::path(dir) / "kernels");
+}
 
 }  // namespace
 
-ExitCode create_workspaces(const std::string& tasks_path, const std::string& dir, const std::string& only_id, const std::string& backend) {
+ExitCode create_workspaces(const std::string& tasks_path, const std::string& dir, const std::string& only_id,
+                           const std::string& backend) {
   auto reader = JsonlReader::open(tasks_path);
   if (!reader) {
     error(reader.error());

@@ -27,7 +27,8 @@ TEST(Exceptions, TextIsTheFirstLineOfWhat) {
 }
 
 TEST(Exceptions, AnExceptionBecomesTheError) {
-  auto thrown = exception_as_error<int>([]() -> std::expected<int, std::string> { throw std::out_of_range("index 9"); });
+  auto thrown =
+      exception_as_error<int>([]() -> std::expected<int, std::string> { throw std::out_of_range("index 9"); });
   ASSERT_FALSE(thrown);
   EXPECT_EQ(thrown.error(), "index 9");
   auto value = exception_as_error<int>([]() -> std::expected<int, std::string> { return 7; });

@@ -4,7 +4,8 @@
 
 namespace ca {
 
-std::expected<std::vector<Record>, SideFileError> read_side_file(const std::string& path, const SideRecordCheck& check) {
+std::expected<std::vector<Record>, SideFileError> read_side_file(const std::string& path,
+                                                                 const SideRecordCheck& check) {
   auto reader = JsonlReader::open(path);
   if (!reader) return std::unexpected(SideFileError{ExitCode::no_input, reader.error()});
   std::vector<Record> records;

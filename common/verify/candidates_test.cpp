@@ -22,7 +22,8 @@ struct JudgeRecordsFixture : ::testing::Test {
     fs::create_directories(dir);
     std::ofstream in(input);
     for (const char* id : {"ok1", "oom", "c10", "ok2"}) {
-      in << Json{{"task", {{"kind", "task"}, {"id", id}}}, {"backend", "cpu"}, {"files", Json::object()}}.dump() << "\n";
+      in << Json{{"task", {{"kind", "task"}, {"id", id}}}, {"backend", "cpu"}, {"files", Json::object()}}.dump()
+         << "\n";
     }
   }
   void TearDown() override { fs::remove_all(dir); }
@@ -34,7 +35,8 @@ Judge throwing_judge() {
   return [](const Json& task, const Json&, Backend) -> std::expected<Json, std::string> {
     const std::string id = task["id"];
     if (id == "oom") {
-      TORCH_CHECK_WITH(OutOfMemoryError, false, "CUDA out of memory. Tried to allocate 20.00 GiB (GPU 0; 79.10 GiB total)");
+      TORCH_CHECK_WITH(OutOfMemoryError, false,
+                       "CUDA out of memory. Tried to allocate 20.00 GiB (GPU 0; 79.10 GiB total)");
     }
     if (id == "c10") TORCH_CHECK(false, "Storage size calculation overflowed with sizes=[4611686018427387904, 4]");
     return Json{{"ok", true}};
@@ -47,7 +49,8 @@ TEST_F(JudgeRecordsFixture, AnOutOfMemoryOrC10ErrorFailsItsRecordAndTheOthersGoO
     ExitCode code = judge_records({input}, output, "", false, "verify", throwing_judge(), jobs);
     std::string err = testing::internal::GetCapturedStderr();
     EXPECT_EQ(code, ExitCode::some_failed) << jobs << " jobs";
-    EXPECT_NE(err.find("candidates.jsonl:2: CUDA out of memory. Tried to allocate 20.00 GiB"), std::string::npos) << err;
+    EXPECT_NE(err.find("candidates.jsonl:2: CUDA out of memory. Tried to allocate 20.00 GiB"), std::string::npos)
+        << err;
     EXPECT_NE(err.find("candidates.jsonl:3: Storage size calculation overflowed"), std::string::npos) << err;
     EXPECT_EQ(err.find("Exception raised from"), std::string::npos) << "no C++ backtrace: " << err;
     auto judged = read_file(output);

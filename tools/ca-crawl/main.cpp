@@ -19,16 +19,19 @@ int main(int argc, char** argv) try {
   auto* modules = cli.app().add_subcommand("modules", "One module record per nn.Module class in Python source trees");
   std::vector<std::string> roots;
   std::string origin;
-  modules->add_option("DIR", roots, "Python source trees, e.g. the nn/modules folder of an installed torch")->required();
+  modules->add_option("DIR", roots, "Python source trees, e.g. the nn/modules folder of an installed torch")
+      ->required();
   modules->add_option("--origin", origin, "Value of the records' origin field (default: the DIR as given)");
 
-  auto* tasks = cli.app().add_subcommand("tasks", "Check hand-written task records and fill in meta (fingerprint, ops, output shapes)");
+  auto* tasks = cli.app().add_subcommand(
+      "tasks", "Check hand-written task records and fill in meta (fingerprint, ops, output shapes)");
   std::vector<std::string> inputs = {"-"};
   bool fail_fast = false;
   tasks->add_option("FILE", inputs, "Task JSONL files, - for stdin")->capture_default_str();
   tasks->add_flag("--fail-fast", fail_fast, "Stop at the first bad record");
 
-  auto* kernelbench = cli.app().add_subcommand("kernelbench", "Import KernelBench problem files as task records through torch.export");
+  auto* kernelbench =
+      cli.app().add_subcommand("kernelbench", "Import KernelBench problem files as task records through torch.export");
   KernelbenchImport import;
   std::string device = "cpu";
   kernelbench->add_option("DIR", import.dirs, "Folders of problem files (levelN gives level N)")->required();

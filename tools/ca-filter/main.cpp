@@ -17,17 +17,26 @@ int main(int argc, char** argv) try {
   app.add_option("FILE", run.inputs, "Task JSONL files, - for stdin (default)");
   app.add_option("-o,--output", run.output, "Kept tasks, - for stdout")->capture_default_str();
   app.add_option("--rejects", run.rejects, "Write rejected tasks here, each with reject:{reason, detail}");
-  app.add_option("--reference", run.references, "Task records not to resemble (e.g. the KernelBench import); repeatable");
+  app.add_option("--reference", run.references,
+                 "Task records not to resemble (e.g. the KernelBench import); repeatable");
   app.add_option("--device", device_name, "Device to run and time on: cpu or cuda")->capture_default_str();
-  auto* min_flag = app.add_option("--min-ms", options.min_ms, "Eager median at least (default cpu 0.01, cuda 1; 0: none)");
-  auto* max_flag = app.add_option("--max-ms", options.max_ms, "Eager median at most (default cpu 1000, cuda 100; 0: none)");
-  app.add_option("--calls", options.timed_calls, "Timed eager calls after one warm-up")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--threads", run.threads, "cpu: threads of eager (intra-op) and of the compiled baseline")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_flag("--compile", compile, "Check that the task runs under torch.compile (default on cuda; minutes a task on cpu)");
+  auto* min_flag =
+      app.add_option("--min-ms", options.min_ms, "Eager median at least (default cpu 0.01, cuda 1; 0: none)");
+  auto* max_flag =
+      app.add_option("--max-ms", options.max_ms, "Eager median at most (default cpu 1000, cuda 100; 0: none)");
+  app.add_option("--calls", options.timed_calls, "Timed eager calls after one warm-up")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--threads", run.threads, "cpu: threads of eager (intra-op) and of the compiled baseline")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--compile", compile,
+               "Check that the task runs under torch.compile (default on cuda; minutes a task on cpu)");
   app.add_flag("--no-compile", no_compile, "Do not check torch.compile (default on cpu)");
   add_tf32_flag(app, options.compiled.allow_tf32);
   add_tolerance_flags(app, options.tolerance, "the negative controls (as ca-verify judges)");
-  app.add_option("--max-similarity", options.max_similarity, "Reject at this op-shingle similarity to a reference task or above")
+  app.add_option("--max-similarity", options.max_similarity,
+                 "Reject at this op-shingle similarity to a reference task or above")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--rounding-share", options.rounding_share,

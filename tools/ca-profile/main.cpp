@@ -21,14 +21,21 @@ int main(int argc, char** argv) try {
   app.add_option("FILE", inputs, "Candidate JSONL files, - for stdin (default)");
   app.add_option("-o,--output", output, "Output file, - for stdout")->capture_default_str();
   add_candidate_source_flags(app, sources, "profile");
-  app.add_flag("--precompile", precompile, "Only compile the torch.compile baselines of every task in --tasks, in -j bridge processes");
-  app.add_option("--rounds", options.rounds, "Interleaved rounds (one runner serves them all)")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_flag("--precompile", precompile,
+               "Only compile the torch.compile baselines of every task in --tasks, in -j bridge processes");
+  app.add_option("--rounds", options.rounds, "Interleaved rounds (one runner serves them all)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_option("--min-ms", options.min_ms, "Measured milliseconds per method, at least")->capture_default_str();
-  app.add_option("--max-calls", options.max_calls, "Timed calls per method and round, at most")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--max-calls", options.max_calls, "Timed calls per method and round, at most")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_flag("--no-compile", no_compile, "Do not time the torch.compile baseline");
   app.add_flag("--samples", options.samples, "Keep every timed call's time in the record, round by round (samples_us)");
   add_tf32_flag(app, options.compiled.allow_tf32);
-  app.add_option("--threads", options.num_threads, "cpu: threads of the candidate and of the baselines")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--threads", options.num_threads, "cpu: threads of the candidate and of the baselines")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   add_tolerance_flags(app, options.tolerance, "the timed outputs");
   app.add_option("--timeout", options.limits.wall_s, "Seconds one round's runner may take")->capture_default_str();
   app.add_option("--peak-gbps", peak_gbps, "Memory bandwidth for the speed-of-light floor (default: the device's)");
@@ -51,7 +58,8 @@ int main(int argc, char** argv) try {
   Judge profile = profile_judge(options);
   // Inside a workspace, plain `ca-profile` times it.
   if (sources.workspace.empty()) sources.workspace = implied_workspace(inputs);
-  if (!sources.workspace.empty()) return to_int(judge_workspace(sources.workspace, sources.backend, profile, agent_profile_line));
+  if (!sources.workspace.empty())
+    return to_int(judge_workspace(sources.workspace, sources.backend, profile, agent_profile_line));
   return to_int(judge_records(inputs, output, sources.tasks, fail_fast, "profile", profile));
 } catch (...) {  // LibTorch's and the standard library's exceptions: util/exceptions.h
   return report_uncaught_exception();

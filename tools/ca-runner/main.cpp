@@ -10,12 +10,15 @@
 using namespace ca;
 
 int main(int argc, char** argv) try {
-  ToolCli cli("ca-runner", "Run one candidate library on the calls of a request file (internal: ca-verify and ca-profile start it in the sandbox).");
+  ToolCli cli("ca-runner",
+              "Run one candidate library on the calls of a request file (internal: ca-verify and ca-profile start it "
+              "in the sandbox).");
   std::string request_path;
   bool serve_mode = false;
   cli.app().add_option("request", request_path, "Request JSON file; see ca-runner(1)");
-  cli.app().add_flag("--serve", serve_mode,
-                     "Stay up: read one request path per line of stdin, run it, and answer \"done\" on stdout; exit at end of input");
+  cli.app().add_flag(
+      "--serve", serve_mode,
+      "Stay up: read one request path per line of stdin, run it, and answer \"done\" on stdout; exit at end of input");
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
   if (serve_mode) {
     if (!request_path.empty()) return to_int(usage_error("--serve takes its requests on stdin, not as an argument"));

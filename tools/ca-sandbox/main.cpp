@@ -7,7 +7,8 @@
 using namespace ca;
 
 int main(int argc, char** argv) try {
-  ToolCli cli("ca-sandbox", "Make agent workspaces, run commands in them isolated (bubblewrap), and pack or unpack snapshots.");
+  ToolCli cli("ca-sandbox",
+              "Make agent workspaces, run commands in them isolated (bubblewrap), and pack or unpack snapshots.");
   auto& app = cli.app();
   app.require_subcommand(1);
 
@@ -16,9 +17,12 @@ int main(int argc, char** argv) try {
   create_cmd->add_option("TASKS", tasks_path, "Task JSONL file, - for stdin")->required();
   create_cmd->add_option("--dir", dir, "Directory to make the workspaces in")->required();
   create_cmd->add_option("--id", only_id, "Only the task with this id");
-  create_cmd->add_option("--backend", backend, "Backend the workspace is written for")->capture_default_str()->check(CLI::IsMember({"cuda", "cpu"}));
+  create_cmd->add_option("--backend", backend, "Backend the workspace is written for")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cuda", "cpu"}));
 
-  auto* exec_cmd = app.add_subcommand("exec", "Run CMD in the sandbox with WORKSPACE as its directory; only WORKSPACE/kernels and /tmp are writable");
+  auto* exec_cmd = app.add_subcommand(
+      "exec", "Run CMD in the sandbox with WORKSPACE as its directory; only WORKSPACE/kernels and /tmp are writable");
   std::string workspace;
   std::vector<std::string> command;
   bool gpu = false;
@@ -26,20 +30,31 @@ int main(int argc, char** argv) try {
   exec_cmd->add_option("WORKSPACE", workspace, "Workspace directory")->required();
   exec_cmd->add_option("CMD", command, "Command and arguments, after --")->required();
   exec_cmd->add_flag("--gpu", gpu, "Give the command the GPU devices (/dev/nvidia*)");
-  exec_cmd->add_option("--wall", limits.wall_s, "Wall-clock limit, seconds")->capture_default_str()->check(CLI::PositiveNumber);
-  exec_cmd->add_option("--cpu", limits.cpu_s, "CPU-time limit per process, seconds")->capture_default_str()->check(CLI::PositiveNumber);
+  exec_cmd->add_option("--wall", limits.wall_s, "Wall-clock limit, seconds")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  exec_cmd->add_option("--cpu", limits.cpu_s, "CPU-time limit per process, seconds")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   exec_cmd->add_option("--memory", limits.memory_bytes, "Address-space limit per process, bytes (K, M, G suffixes)")
-      ->capture_default_str()->transform(CLI::AsSizeValue(false))->check(CLI::PositiveNumber);
-  exec_cmd->add_option("--processes", limits.processes, "Process limit of the sandbox user")->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::PositiveNumber);
+  exec_cmd->add_option("--processes", limits.processes, "Process limit of the sandbox user")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   exec_cmd->add_option("--file-size", limits.file_bytes, "Largest file the command may write, bytes (K, M, G suffixes)")
-      ->capture_default_str()->transform(CLI::AsSizeValue(false))->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->transform(CLI::AsSizeValue(false))
+      ->check(CLI::PositiveNumber);
 
   auto* pack_cmd = app.add_subcommand("pack", "Pack a workspace into a .tar.gz (or .tar.zst) snapshot");
   std::string archive, destination;
   pack_cmd->add_option("WORKSPACE", workspace, "Workspace directory")->required();
   pack_cmd->add_option("-o,--output", archive, "Archive to write")->required();
 
-  auto* unpack_cmd = app.add_subcommand("unpack", "Unpack a snapshot into a new directory, refusing entries that escape it");
+  auto* unpack_cmd =
+      app.add_subcommand("unpack", "Unpack a snapshot into a new directory, refusing entries that escape it");
   unpack_cmd->add_option("FILE", archive, "Archive to read")->required();
   unpack_cmd->add_option("-o,--output", destination, "Directory to create (must not exist or be empty)")->required();
 

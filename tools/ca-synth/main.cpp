@@ -23,16 +23,28 @@ int main(int argc, char** argv) try {
   cli.app().add_option("-o,--output", output, "Output file, - for stdout")->capture_default_str();
   cli.app().add_option("-n,--count", count, "Tasks to make")->capture_default_str();
   cli.app().add_option("--mix", mix_text, "Weights of tasks with 1,2,3,4,5 ops")->capture_default_str();
-  cli.app().add_option("--target-ms", options.target_ms, "Estimated runtime to size tasks toward")->capture_default_str()->check(CLI::PositiveNumber);
+  cli.app()
+      .add_option("--target-ms", options.target_ms, "Estimated runtime to size tasks toward")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cli.app().add_option("--device", device_name, "Device of the estimate: h200 or cpu")->capture_default_str();
-  cli.app().add_option("--max-elements", options.max_elements, "Largest tensor of a task, in elements")->capture_default_str()->check(CLI::PositiveNumber);
-  cli.app().add_option("--llm", llm.url, "OpenAI-compatible API base URL (e.g. http://localhost:8000/v1): ask it instead of the grammar");
+  cli.app()
+      .add_option("--max-elements", options.max_elements, "Largest tensor of a task, in elements")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cli.app().add_option("--llm", llm.url,
+                       "OpenAI-compatible API base URL (e.g. http://localhost:8000/v1): ask it instead of the grammar");
   cli.app().add_option("--model", llm.model, "Model name for --llm");
   cli.app().add_option("--api-key-env", api_key_env, "Environment variable holding the API key for --llm");
   cli.app().add_option("--modules", modules_path, "Module records (ca-crawl modules) to sample from too, with --llm");
-  cli.app().add_option("--params-dir", llm.params_dir, "Where --llm tasks' weights go (safetensors)")->capture_default_str();
+  cli.app()
+      .add_option("--params-dir", llm.params_dir, "Where --llm tasks' weights go (safetensors)")
+      ->capture_default_str();
   cli.app().add_option("--temperature", llm.temperature, "Sampling temperature for --llm")->capture_default_str();
-  cli.app().add_option("--timeout", timeout_s, "Seconds for one --llm request")->capture_default_str()->check(CLI::PositiveNumber);
+  cli.app()
+      .add_option("--timeout", timeout_s, "Seconds for one --llm request")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
 
   auto mix = parse_mix(mix_text);
@@ -40,7 +52,8 @@ int main(int argc, char** argv) try {
   auto device = device_model(device_name);
   if (!device) return to_int(usage_error(device.error()));
   if (!llm.url.empty() && llm.model.empty()) return to_int(usage_error("--llm needs --model"));
-  if (llm.url.empty() && (!llm.model.empty() || !modules_path.empty())) return to_int(usage_error("--model and --modules need --llm"));
+  if (llm.url.empty() && (!llm.model.empty() || !modules_path.empty()))
+    return to_int(usage_error("--model and --modules need --llm"));
   options.mix = *mix;
   options.device = *device;
   options.seed = cli.common().seed;
@@ -58,7 +71,8 @@ int main(int argc, char** argv) try {
   if (llm.url.empty()) return to_int(synthesize_with_grammar(*records, ops_path, options, count, output));
 
   llm.api_key = api_key_env.empty() ? "" : (std::getenv(api_key_env.c_str()) ? std::getenv(api_key_env.c_str()) : "");
-  if (!api_key_env.empty() && llm.api_key.empty()) warning("--api-key-env: $" + api_key_env + " is not set; sending no key");
+  if (!api_key_env.empty() && llm.api_key.empty())
+    warning("--api-key-env: $" + api_key_env + " is not set; sending no key");
   llm.target_ms = options.target_ms;
   llm.device = device->name;
   llm.seed = options.seed;

@@ -1,9 +1,9 @@
 // ca-verify: build each candidate, run it sandboxed on fresh inputs from
 // secret seeds, and compare with the reference; records gain `verify`.
 #include "harness/flags.h"
-#include "verify/records.h"
 #include "util/cli.h"
 #include "util/exceptions.h"
+#include "verify/records.h"
 
 using namespace ca;
 
@@ -20,9 +20,12 @@ int main(int argc, char** argv) try {
   app.add_option("FILE", inputs, "Candidate JSONL files, - for stdin (default)");
   app.add_option("-o,--output", output, "Output file, - for stdout")->capture_default_str();
   add_candidate_source_flags(app, sources, "verify");
-  app.add_option("--trials", options.trials, "Trials on fresh inputs")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--trials", options.trials, "Trials on fresh inputs")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   add_tolerance_flags(app, options.tolerance, "the outputs");
-  app.add_option("--timeout", options.limits.wall_s, "Seconds the runner may take for all trials")->capture_default_str();
+  app.add_option("--timeout", options.limits.wall_s, "Seconds the runner may take for all trials")
+      ->capture_default_str();
   add_build_flags(app, options.build);
   app.add_flag("--fail-fast", fail_fast, "Stop at the first record the harness cannot judge");
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
@@ -32,7 +35,8 @@ int main(int argc, char** argv) try {
   Judge verify = verify_judge(options);
   // Inside a workspace, plain `ca-verify` checks it.
   if (sources.workspace.empty()) sources.workspace = implied_workspace(inputs);
-  if (!sources.workspace.empty()) return to_int(judge_workspace(sources.workspace, sources.backend, verify, agent_report));
+  if (!sources.workspace.empty())
+    return to_int(judge_workspace(sources.workspace, sources.backend, verify, agent_report));
   return to_int(judge_records(inputs, output, sources.tasks, fail_fast, "verify", verify, cli.common().jobs));
 } catch (...) {  // LibTorch's and the standard library's exceptions: util/exceptions.h
   return report_uncaught_exception();
