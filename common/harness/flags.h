@@ -8,6 +8,7 @@
 
 #include "harness/options.h"
 #include "kernel/builder.h"
+#include "sandbox/sandbox.h"
 
 namespace ca {
 
@@ -27,6 +28,10 @@ void add_tf32_flag(CLI::App& app, bool& allow_tf32);
 
 /// --cuda-arch and --fast-math: how candidates are built (kernel/builder.h).
 void add_build_flags(CLI::App& app, BuildOptions& build);
+
+/// --timeout: the wall-clock limit of one runner invocation (ca-verify runs every trial in one, ca-profile one round),
+/// which is also its CPU-time limit.
+void add_runner_timeout_flag(CLI::App& app, SandboxLimits& limits);
 
 /// --tasks, --workspace and --backend; `judging` names what the tool does to a workspace ("verify", "profile").
 void add_candidate_source_flags(CLI::App& app, CandidateSources& sources, const std::string& judging);

@@ -37,7 +37,7 @@ int main(int argc, char** argv) try {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   add_tolerance_flags(app, options.tolerance, "the timed outputs");
-  app.add_option("--timeout", options.limits.wall_s, "Seconds one round's runner may take")->capture_default_str();
+  add_runner_timeout_flag(app, options.limits);
   app.add_option("--peak-gbps", peak_gbps, "Memory bandwidth for the speed-of-light floor (default: the device's)");
   add_build_flags(app, options.build);
   app.add_flag("--fail-fast", fail_fast, "Stop at the first record the harness cannot judge");
@@ -45,7 +45,6 @@ int main(int argc, char** argv) try {
   if (cli.app().count("--seed") > 0) options.seed = cli.common().seed;
   options.compile = !no_compile;
   options.peak_bytes_per_s = peak_gbps * 1e9;
-  options.limits.cpu_s = options.limits.wall_s;
   if (precompile) {
     if (sources.tasks.empty()) return to_int(usage_error("--precompile needs --tasks FILE"));
     if (no_compile || !inputs.empty() || !sources.workspace.empty())

@@ -13,7 +13,7 @@ using namespace ca;
 
 int main(int argc, char** argv) try {
   ToolCli cli("ca-synth", "Compose fused tasks of 1-5 ops from op records (ca-crawl ops) into task records.");
-  std::string ops_path = "-", output = "-", mix_text = format_mix(k_paper_mix), device_name = "h200";
+  std::string ops_path = "-", output = "-", mix_text = format_mix(k_paper_mix), cost_model = "h200";
   std::string modules_path, api_key_env;
   size_t count = 10;
   double timeout_s = 120;
@@ -27,7 +27,9 @@ int main(int argc, char** argv) try {
       .add_option("--target-ms", options.target_ms, "Estimated runtime to size tasks toward")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cli.app().add_option("--device", device_name, "Device of the estimate: h200 or cpu")->capture_default_str();
+  cli.app()
+      .add_option("--cost-model", cost_model, "Device whose runtime the estimate models: h200 or cpu")
+      ->capture_default_str();
   cli.app()
       .add_option("--max-elements", options.max_elements, "Largest tensor of a task, in elements")
       ->capture_default_str()
@@ -42,15 +44,15 @@ int main(int argc, char** argv) try {
       ->capture_default_str();
   cli.app().add_option("--temperature", llm.temperature, "Sampling temperature for --llm")->capture_default_str();
   cli.app()
-      .add_option("--timeout", timeout_s, "Seconds for one --llm request")
+      .add_option("--request-timeout", timeout_s, "Seconds for one --llm request")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
 
   auto mix = parse_mix(mix_text);
   if (!mix) return to_int(usage_error(mix.error()));
-  auto device = device_model(device_name);
-  if (!device) return to_int(usage_error(device.error()));
+  auto device = device_model(cost_model);
+  if (!device) return to_int(usage_error("--cost-model: " + device.error()));
   if (!llm.url.empty() && llm.model.empty()) return to_int(usage_error("--llm needs --model"));
   if (llm.url.empty() && (!llm.model.empty() || !modules_path.empty()))
     return to_int(usage_error("--model and --modules need --llm"));

@@ -24,13 +24,11 @@ int main(int argc, char** argv) try {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   add_tolerance_flags(app, options.tolerance, "the outputs");
-  app.add_option("--timeout", options.limits.wall_s, "Seconds the runner may take for all trials")
-      ->capture_default_str();
+  add_runner_timeout_flag(app, options.limits);
   add_build_flags(app, options.build);
   app.add_flag("--fail-fast", fail_fast, "Stop at the first record the harness cannot judge");
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
   if (cli.app().count("--seed") > 0) options.seed = cli.common().seed;
-  options.limits.cpu_s = options.limits.wall_s;
 
   Judge verify = verify_judge(options);
   // Inside a workspace, plain `ca-verify` checks it.
