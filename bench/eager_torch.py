@@ -1,5 +1,5 @@
 """PyTorch eager's time for each task program, taken with ca-profile's procedure for its eager baseline
-(time_in_process in common/aten/profile.cpp, the clocks of common/timing/clock.h), step for step:
+(time_in_process in common/torch/profile.cpp, the clocks of common/timing/clock.h), step for step:
 
 - the program's ops are resolved and their arguments bound once, before any timing, as the C++
   interpreter binds them (Interpreter::create); a timed call only calls the op overloads, one Python
@@ -16,7 +16,7 @@
 - the outputs are held until the clocks stop, then cloned (the copies kept until the round ends, where
   ca-profile compares them) and freed, as ca-profile frees them;
 - grad mode as in C++ (on; nothing requires grad), the intra-op threads of --threads;
-- cpu: ATen's CPU tensors come from ca-profile's caching allocator (common/aten/cpu_caching_allocator.h, loaded
+- cpu: ATen's CPU tensors come from ca-profile's caching allocator (common/torch/cpu_caching_allocator.h, loaded
   from the shared library of target ca_cpu_allocator, --cpu-allocator), so outputs land on memory earlier calls
   freed and no timed call pays for fresh pages; with glibc's allocator some calls do and some do not
   (bench/RESULTS.md). On cuda both sides use PyTorch's caching allocator already.

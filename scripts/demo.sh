@@ -33,7 +33,7 @@ PY
 echo
 echo "== ca-crawl ops --usable | ca-synth | ca-filter: 50 fused CPU tasks, filtered by the paper's rubric -> $out/kept.jsonl"
 $bin/ca-crawl ops --usable -o "$out/usable.jsonl"
-$bin/ca-synth -n 50 --seed 1 --device cpu --target-ms 0.05 -o "$out/synth.jsonl" "$out/usable.jsonl" 2>"$out/synth.log"
+$bin/ca-synth -n 50 --seed 1 --cost-model cpu --target-ms 0.05 -o "$out/synth.jsonl" "$out/usable.jsonl" 2>"$out/synth.log"
 $bin/ca-filter --rejects "$out/rejects.jsonl" -o "$out/kept.jsonl" "$out/synth.jsonl" 2>"$out/filter.log" || true
 echo "   $(wc -l <"$out/synth.jsonl") composed, $(wc -l <"$out/kept.jsonl") kept; $(tail -1 "$out/filter.log")"
 

@@ -13,11 +13,9 @@
 #include <string>
 #include <vector>
 
-#include <ATen/ATen.h>
-
-#include "aten/compare.h"
-#include "aten/compiled.h"
 #include "filter/similarity.h"
+#include "harness/options.h"
+#include "ir/backend.h"
 #include "timing/clock.h"
 #include "util/jsonl.h"
 
@@ -52,11 +50,11 @@ std::vector<std::string> reason_names();
 bool is_random_op(std::string_view qualified);
 
 struct FilterOptions {
-  at::Device device = at::kCPU;
-  double min_ms = 0.01;         // eager median at least (0: no lower bound)
-  double max_ms = 1000;         // eager median at most (0: no upper bound)
-  int timed_calls = 5;          // timed eager calls after one warm-up; the median counts
-  bool compile = false;         // build and run the AOTInductor package (minutes per task on a CPU)
+  Backend backend = Backend::cpu;  // the device tasks run and are timed on (cuda: device 0)
+  double min_ms = 0.01;            // eager median at least (0: no lower bound)
+  double max_ms = 1000;            // eager median at most (0: no upper bound)
+  int timed_calls = 5;             // timed eager calls after one warm-up; the median counts
+  bool compile = false;            // build and run the AOTInductor package (minutes per task on a CPU)
   CompiledOptions compiled;
   Tolerance tolerance;          // the negative controls are judged with ca-verify's compare_output and this
   uint64_t seed = 0;            // added to each task's own seed
@@ -64,13 +62,8 @@ struct FilterOptions {
   // noise_output: the share of the tolerance the reference's own rounding may use (0: no check). At 0.5 a correct
   // candidate whose rounding error is as large as the reference's still passes (the two errors add up to 1).
   double rounding_share = 0.5;
-  std::string lock_dir;         // for the device lease; "" = $CA_LOCK_DIR or /tmp
+  std::string lock_dir;  // for the device lease; "" = $CA_LOCK_DIR or /tmp
 };
-
-/// The reference's rounding error as verification sees it: `exact` (a float64 run) rounded to `ref`'s dtype, judged
-/// as a candidate against `ref` with the tolerance times `share` (aten/compare.h). Not ok: the output is mostly
-/// rounding noise, and a correct kernel that rounds differently can fail verification.
-Comparison rounding_error(const at::Tensor& exact, const at::Tensor& ref, const Tolerance& tolerance, double share);
 
 struct Verdict {
   Json record;                         // the task with meta completed, and meta.eager_ms, filter or reject
@@ -84,8 +77,10 @@ class TaskFilter {
   /// Adds a reference task record (its program); errors name the field.
   std::expected<void, std::string> add_reference(const Json& record);
   size_t reference_count() const { return m_references.size(); }
-  /// Judges one record. An error means the record could not be judged at all (not a task record, no id, no
-  /// program, a harness failure); a task that fails a check is a Verdict with a reason.
+  /// Judges one record: the record's own checks (it runs in eager; random ops; duplicate; contaminated), then the
+  /// steps of filter/rubric.h on two trials, the runtime window, the compiled baseline and near-duplicates, in the
+  /// order of RejectReason; the first that fails is the reason. An error means the record could not be judged at all
+  /// (not a task record, no id, no program, a harness failure); a task that fails a check is a Verdict with a reason.
   std::expected<Verdict, std::string> judge(const Json& record);
   /// With options.compile: compiles the baselines of every task in the JSONL files `inputs` that checks, in up to
   /// `jobs` bridge processes at once (compile_missing), so that judge() finds them cached instead of paying a cold
@@ -96,8 +91,8 @@ class TaskFilter {
  private:
   FilterOptions m_options;
   ReferenceSet m_references;
-  std::map<std::string, std::string> m_fingerprints;  // fingerprint -> id of its first task
-  std::map<std::string, std::string> m_kept_keys;     // near_duplicate_key -> id of the kept task
+  std::map<std::string, std::string> m_fingerprints;    // fingerprint -> id of its first task
+  std::map<std::string, std::string> m_kept_keys;       // near_duplicate_key -> id of the kept task
   std::map<std::string, std::string> m_compile_errors;  // compiled_key_text -> why precompile could not compile it
   std::unique_ptr<CallClock> m_clock;
 };

@@ -133,22 +133,6 @@ TEST(Filter, RejectsOutputsThatAreRoundingNoise) {
             "kept");
 }
 
-TEST(Filter, RoundingErrorJudgesTheRoundedExactOutput) {
-  at::Tensor ref = at::tensor({1.0f, -2.0f, 3.0f});
-  Tolerance tolerance;
-  // Within float32 rounding of the exact values: ok at any share.
-  EXPECT_TRUE(rounding_error(ref.to(at::kDouble) + 1e-9, ref, tolerance, 0.01).ok);
-  // 0.8% off: within the tolerance, not within half of it.
-  at::Tensor off = ref.to(at::kDouble) * 1.008;
-  EXPECT_TRUE(rounding_error(off, ref, tolerance, 1.0).ok);
-  EXPECT_FALSE(rounding_error(off, ref, tolerance, 0.5).ok);
-  // Noise around an exact 0: below atol everywhere, but the normalized error is 1.
-  at::Tensor noise = at::tensor({1e-8f, -2e-8f, 5e-9f});
-  Comparison c = rounding_error(at::zeros({3}, at::kDouble), noise, tolerance, 0.5);
-  EXPECT_FALSE(c.ok);
-  EXPECT_NEAR(c.rel_l2, 1.0, 1e-12);
-}
-
 TEST(Filter, RandomOps) {
   EXPECT_TRUE(is_random_op("aten::bernoulli.p"));
   EXPECT_TRUE(is_random_op("aten::dropout"));

@@ -15,7 +15,7 @@ namespace ca {
 /// dtypes, shapes, init distributions and literal arguments are kept. Two
 /// programs that differ only in names (or in JSON key order) have the same
 /// fingerprint; any change of op, literal, shape, dtype, init, wiring or output
-/// order changes it. Literals keep their number kind (1 and 1.0 differ, as ATen
+/// order changes it. Literals keep their number kind (1 and 1.0 differ, as LibTorch
 /// treats int and float scalars differently).
 std::string fingerprint(const Program& program);
 

@@ -9,7 +9,7 @@
 // (dtype_names(): "float32", "int64", "bool", ...) renders as torch.<name>, and
 // "contiguous_format", "channels_last", "channels_last_3d", "preserve_format"
 // and "strided" render as torch.<name>, because the IR spells ScalarType,
-// MemoryFormat and Layout arguments as strings. This is safe because no ATen
+// MemoryFormat and Layout arguments as strings. This is safe because no LibTorch
 // str argument takes one of those values.
 //
 // Value names that are Python keywords, or that would shadow what the file

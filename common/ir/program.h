@@ -1,6 +1,6 @@
-// The task IR (DESIGN §4): a dataflow program over ATen operators. This file
+// The task IR (DESIGN §4): a dataflow program over LibTorch's aten:: operators. This file
 // parses and checks its structure; checking ops against their schemas needs
-// LibTorch and lives in aten/interpreter.h.
+// LibTorch and lives in the LibTorch layer (the interpreter).
 #pragma once
 
 #include <cstdint>

@@ -23,7 +23,7 @@ void fill_floats(const TensorSpec& spec, uint64_t seed, uint64_t stream, std::sp
 void fill_ints(const TensorSpec& spec, uint64_t seed, uint64_t stream, std::span<int64_t> out);
 
 /// The bytes of one tensor, in its dtype, contiguous: values from fill_floats/fill_ints then converted exactly as
-/// ATen's Tensor.to(dtype) converts float32 (round to nearest even for float16/bfloat16; float64 exact) and int64
+/// LibTorch's Tensor.to(dtype) converts float32 (round to nearest even for float16/bfloat16; float64 exact) and int64
 /// (truncation to narrower ints, nonzero -> true for bool). Both the trusted side and the runner make tensors
 /// with it (or with its CUDA twin, ir/tensor_init_cuda.h), so their inputs are identical by construction. A file
 /// init returns the file's bytes for its key (ir/safetensors.h); the error, the only one possible, names the file

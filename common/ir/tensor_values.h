@@ -109,8 +109,8 @@ CA_HOST_DEVICE inline uint16_t float_to_bfloat16_bits(float value) {
 }
 
 /// Element<D>::bits(p, seed, stream, i) is element i as dtype D stores it, in an unsigned type of D's size
-/// (Element<D>::type): floats are drawn in float32 and rounded as ATen's Tensor.to(dtype) rounds (to nearest even;
-/// float64 exact); integers are drawn in int64 and narrowed to their low bits, as ATen's static_cast does; bool
+/// (Element<D>::type): floats are drawn in float32 and rounded as LibTorch's Tensor.to(dtype) rounds (to nearest even;
+/// float64 exact); integers are drawn in int64 and narrowed to their low bits, as LibTorch's static_cast does; bool
 /// is nonzero -> 1.
 template <DType D>
 struct Element;

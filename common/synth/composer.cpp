@@ -3,9 +3,9 @@
 #include <cmath>
 #include <cstdio>
 
-#include "aten/interpreter.h"
-#include "aten/task_check.h"
-#include "aten/tensors.h"
+#include "torch/interpreter.h"
+#include "torch/task_check.h"
+#include "torch/tensors.h"
 
 namespace ca {
 namespace {

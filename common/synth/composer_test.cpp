@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "aten/op_catalog.h"
-#include "aten/task_check.h"
+#include "torch/op_catalog.h"
+#include "torch/task_check.h"
 
 namespace ca {
 namespace {

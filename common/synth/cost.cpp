@@ -17,7 +17,7 @@ std::expected<DeviceModel, std::string> device_model(std::string_view name) {
     if (device.name == name) return device;
     names.push_back(device.name);
   }
-  return std::unexpected("--device: unknown device '" + std::string(name) + "'" + did_you_mean(name, names) +
+  return std::unexpected("unknown device model '" + std::string(name) + "'" + did_you_mean(name, names) +
                          " (known: " + quoted_list(names) + ")");
 }
 

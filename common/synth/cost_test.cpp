@@ -32,7 +32,7 @@ TEST(CostTest, ElementwiseIsBoundByBytesAndPaysLaunches) {
 
 TEST(CostTest, KnowsItsDevices) {
   EXPECT_EQ(device_model("h200")->bytes_per_s, 4.8e12);
-  EXPECT_EQ(device_model("h100").error(), "--device: unknown device 'h100', did you mean 'h200'? (known: 'h200', 'cpu')");
+  EXPECT_EQ(device_model("h100").error(), "unknown device model 'h100', did you mean 'h200'? (known: 'h200', 'cpu')");
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include <ATen/core/dispatch/Dispatcher.h>
+
 namespace ca {
 
 std::vector<OpTemplate> op_templates(const std::vector<Json>& records, size_t& skipped) {
@@ -17,7 +19,7 @@ std::vector<OpTemplate> op_templates(const std::vector<Json>& records, size_t& s
       ++skipped;
       continue;
     }
-    templates.push_back({name, overload, record.value("category", "other"), *handle});
+    templates.push_back({name, overload, record.value("category", "other"), std::make_shared<const c10::OperatorHandle>(*handle)});
   }
   return templates;
 }
@@ -299,7 +301,7 @@ struct NodeFill {
 
 std::optional<Node> fill_node(const OpTemplate& op, FillContext& context, const std::string& out_name, std::string& why) {
   NodeFill state{op, context, context.primary.shape, int(context.primary.shape.size()), -1, {}, false};
-  const auto& arguments = op.handle.schema().arguments();
+  const auto& arguments = op.handle->schema().arguments();
   Node node;
   node.op = op.name;
   node.overload = op.overload;

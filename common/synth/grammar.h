@@ -5,24 +5,28 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
-#include <ATen/core/dispatch/Dispatcher.h>
-
 #include "ir/program.h"
 #include "util/jsonl.h"
 
+namespace c10 {
+class OperatorHandle;
+}
+
 namespace ca {
 
-/// One usable op, resolved against LibTorch's dispatcher.
+/// One usable op, resolved against LibTorch's dispatcher (its handle is opaque here: only grammar.cpp, which fills
+/// arguments from its schema, includes the dispatcher).
 struct OpTemplate {
   std::string name;      // "aten::add"
   std::string overload;  // "Tensor"; "" for the default overload
   std::string category;  // from the op record
-  c10::OperatorHandle handle;
+  std::shared_ptr<const c10::OperatorHandle> handle;
   std::string qualified_name() const { return overload.empty() ? name : name + "." + overload; }
 };
 

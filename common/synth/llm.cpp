@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <unistd.h>
 
-#include "aten/kernelbench.h"
-#include "aten/task_check.h"
+#include "torch/kernelbench.h"
+#include "torch/task_check.h"
 #include "util/atomic_file.h"
 #include "util/subprocess.h"
 

@@ -26,22 +26,12 @@ std::expected<void, std::string> check_record(const Json& record, const std::str
 
 }  // namespace
 
-std::expected<std::vector<Json>, InputError> read_input_records(const std::string& path, const std::string& kind) {
-  auto reader = JsonlReader::open(path);
-  if (!reader) return std::unexpected(InputError{ExitCode::no_input, reader.error()});
-  std::vector<Json> records;
-  Record record;
-  std::string message;
-  for (;;) {
-    auto status = reader->next(record, message);
-    if (status == JsonlReader::Status::end) return records;
-    if (status == JsonlReader::Status::io_error) return std::unexpected(InputError{ExitCode::io_error, reader->name() + ": " + message});
-    if (status == JsonlReader::Status::bad_record) return std::unexpected(InputError{ExitCode::data_error, record.where() + ": " + message});
-    if (auto checked = check_record(record.value, kind); !checked) {
-      return std::unexpected(InputError{ExitCode::data_error, record.where() + ": " + checked.error()});
-    }
-    records.push_back(std::move(record.value));
-  }
+std::expected<std::vector<Json>, SideFileError> read_input_records(const std::string& path, const std::string& kind) {
+  auto records = read_side_file(path, [&](const Json& record) { return check_record(record, kind); });
+  if (!records) return std::unexpected(records.error());
+  std::vector<Json> values;
+  for (auto& record : *records) values.push_back(std::move(record.value));
+  return values;
 }
 
 }  // namespace ca

@@ -6,19 +6,15 @@
 #include <string>
 #include <vector>
 
-#include "util/exit_codes.h"
 #include "util/jsonl.h"
+#include "util/side_file.h"
 
 namespace ca {
 
-struct InputError {
-  ExitCode code;        // no_input (missing file), data_error or io_error
-  std::string message;  // "file:line: field: what", or the file's own error
-};
-
 /// Every record of `path` ("-" is stdin); each must have kind `kind` ("op" or
 /// "module") and that kind's fields: op: name, overload, category (strings)
-/// and usable (bool); module: name and forward_source (strings).
-std::expected<std::vector<Json>, InputError> read_input_records(const std::string& path, const std::string& kind);
+/// and usable (bool); module: name and forward_source (strings). A side file (util/side_file.h): the first bad line
+/// ends the run.
+std::expected<std::vector<Json>, SideFileError> read_input_records(const std::string& path, const std::string& kind);
 
 }  // namespace ca

@@ -42,7 +42,7 @@ class CallClock {
 
 /// Host clock and a flush of twice cpu0's last-level cache (sysfs, else 32 MiB assumed).
 std::unique_ptr<CallClock> make_cpu_clock();
-/// CUDA events on `stream` (a cudaStream_t; NULL is the legacy default stream, where ATen queues its work) of device
+/// CUDA events on `stream` (a cudaStream_t; NULL is the legacy default stream, where LibTorch queues its work) of device
 /// `device_index`, and a flush of twice its L2. Fails when this build has no CUDA or the device cannot be used.
 std::expected<std::unique_ptr<CallClock>, std::string> make_cuda_clock(int device_index, void* stream);
 

@@ -26,6 +26,12 @@ ToolCli::ToolCli(std::string name, std::string description)
   m_app.fallthrough();
 }
 
+void ToolCli::secret_seed_default() {
+  m_app.get_option("--seed")
+      ->description("Reproduce a run with this seed (default: secret seeds from std::random_device, new each run)")
+      ->default_str("");
+}
+
 void ToolCli::default_jobs(unsigned jobs, const std::string& help) {
   m_common.jobs = jobs;
   m_app.get_option("--jobs")->description(help)->default_str(std::to_string(jobs));

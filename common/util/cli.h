@@ -28,6 +28,8 @@ class ToolCli {
   CLI::App& app() { return m_app; }
   /// For tools whose jobs each hold a lot of memory (a GPU's worth of tensors): -j's default and its help text.
   void default_jobs(unsigned jobs, const std::string& help);
+  /// For tools that draw secret seeds unless --seed is given (ca-verify, ca-profile): --help says so, not "0".
+  void secret_seed_default();
   const CommonOptions& common() const { return m_common; }
 
   /// Parses argv. Returns the code to exit with when parsing ends the run

@@ -9,6 +9,7 @@ enum class ExitCode : int {
   usage = 64,        // bad command line (EX_USAGE)
   data_error = 65,   // malformed input data (EX_DATAERR)
   no_input = 66,     // an input file is missing or unreadable (EX_NOINPUT)
+  internal_error = 70, // the tool itself failed: an exception reached its top (EX_SOFTWARE; util/exceptions.h)
   io_error = 74,     // reading or writing failed (EX_IOERR)
   interrupted = 130, // SIGINT or SIGTERM
 };

@@ -3,13 +3,13 @@
 #include <deque>
 #include <future>
 
+#include "util/exceptions.h"
 #include "util/log.h"
 #include "util/progress.h"
 #include "util/record_output.h"
 #include "util/signals.h"
 
 namespace ca {
-
 ExitCode visit_records(const std::vector<std::string>& inputs, OnBadRecord on_bad, const Visit& visit,
                        size_t* reported) {
   ExitCode result = ExitCode::ok;
@@ -32,7 +32,9 @@ ExitCode visit_records(const std::vector<std::string>& inputs, OnBadRecord on_ba
         return ExitCode::io_error;
       }
       if (interrupted()) return ExitCode::interrupted;
-      auto done = status == JsonlReader::Status::record ? visit(record) : std::unexpected(message);
+      auto done = status == JsonlReader::Status::record
+                      ? exception_as_error<std::optional<ExitCode>>([&] { return visit(record); })
+                      : std::unexpected(message);
       progress.tick();
       if (!done) {
         error(record.where(), done.error());
@@ -93,7 +95,10 @@ ExitCode transform_records(const std::vector<std::string>& inputs, JsonlWriter& 
     if (pending.size() >= jobs) {
       if (auto code = finish_oldest()) return *drain(code);
     }
-    pending.push_back({record.where(), std::async(std::launch::async, transform, record.value)});
+    // An exception is the record's failure (exception_as_error), not rethrown by get() to end the whole run.
+    pending.push_back({record.where(), std::async(std::launch::async, [&transform, value = record.value] {
+                         return exception_as_error<Json>([&] { return transform(value); });
+                       })});
     return std::nullopt;
   });
   std::optional<ExitCode> end = drain(std::nullopt);

@@ -23,7 +23,8 @@ using Transform = std::function<std::expected<Json, std::string>(const Json& rec
 /// With OnBadRecord::skip the run goes on and ends with some_failed; with
 /// ::stop it ends at once with data_error. Returns ok when all went through,
 /// no_input for a missing file, io_error, interrupted, or ok after the reader
-/// of stdout went away. With `jobs` > 1, up to that many records are
+/// of stdout went away. An exception from `transform` fails that record only
+/// (util/exceptions.h). With `jobs` > 1, up to that many records are
 /// transformed at once on threads of their own (`transform` must allow it);
 /// results are still written, and errors reported, in input order.
 ExitCode transform_records(const std::vector<std::string>& inputs, JsonlWriter& writer, OnBadRecord on_bad,
@@ -34,7 +35,8 @@ ExitCode transform_records(const std::vector<std::string>& inputs, JsonlWriter& 
 using Visit = std::function<std::expected<std::optional<ExitCode>, std::string>(const Record& record)>;
 
 /// The loop under transform_records, for tools that send records to more than one place (ca-filter's kept and
-/// rejected): calls `visit` for every valid record; invalid JSON is reported like a visitor's error. `reported`, when
+/// rejected): calls `visit` for every valid record; invalid JSON, and an exception from `visit`, are reported like a
+/// visitor's error. `reported`, when
 /// given, counts the records reported as bad.
 ExitCode visit_records(const std::vector<std::string>& inputs, OnBadRecord on_bad, const Visit& visit,
                        size_t* reported = nullptr);

@@ -57,6 +57,27 @@ TEST_F(LoopFixture, ParallelJobsKeepInputOrderAndTheSameVerdicts) {
   EXPECT_EQ(*read_file(output), "{\"n\":2}\n") << "records after the failing one are never written";
 }
 
+TEST_F(LoopFixture, AnExceptionFailsItsRecordOnly) {
+  // Line 2 throws what an allocation throws, line 4 a library's exception; line 1 goes through.
+  Transform throwing = [](const Json& record) -> std::expected<Json, std::string> {
+    if (record["n"] == -1) throw std::bad_alloc();
+    if (record["n"] == 2) throw std::runtime_error("op failed\nException raised from somewhere (backtrace)");
+    return doubled(record);
+  };
+  for (unsigned jobs : {1u, 3u}) {
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(run(OnBadRecord::skip, jobs, throwing), ExitCode::some_failed) << jobs << " jobs";
+    std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("in.jsonl:2: std::bad_alloc\n"), std::string::npos) << err;
+    EXPECT_NE(err.find("in.jsonl:4: op failed\n"), std::string::npos) << err;
+    EXPECT_EQ(err.find("backtrace"), std::string::npos) << "only the message's first line: " << err;
+    EXPECT_EQ(*read_file(output), "{\"n\":2}\n") << "the records before and after are processed";
+  }
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(run(OnBadRecord::stop, 1, throwing), ExitCode::data_error);
+  testing::internal::GetCapturedStderr();
+}
+
 TEST_F(LoopFixture, ParallelJobsOverlapUpToTheirNumber) {
   std::ofstream(input) << "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n{\"n\":4}\n{\"n\":5}\n{\"n\":6}\n";
   std::atomic<int> running = 0, most = 0;

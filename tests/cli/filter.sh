@@ -50,26 +50,26 @@ PY
 
 # Judging holds the device's lease shared (timing/lease.h): it waits while a profile holds it exclusive.
 export CA_LOCK_DIR=$WORK
-start=$(date +%s)
-flock "$WORK/cuda-agent-cpu.lock" sleep 8 &  # longer than judging the task takes alone
-sleep 0.5
-run "$filter" --min-ms 0 -o "$WORK/one.jsonl" <(grep -m1 '"filter/linear_gelu"' "$tasks")
+hold_lease
+"$filter" --min-ms 0 -o "$WORK/one.jsonl" <(grep -m1 '"filter/linear_gelu"' "$tasks") 2>"$WORK/stderr" 9>&- &
+pid=$!
+waiting_for_lease "$pid" || fail "ca-filter ended without waiting for a profile's lease"
+[ -e "$WORK/one.jsonl" ] && fail "ca-filter judged while a profile held the lease"
+release_lease
+wait "$pid"; code=$?
 expect_code 0
-[ $(($(date +%s) - start)) -ge 8 ] || fail "ca-filter did not wait for a profile's lease"
-wait
 
 # SIGTERM while it waits: exit 130, a summary that says so, and no output file.
-flock "$WORK/cuda-agent-cpu.lock" sleep 8 &
-sleep 0.5
-"$filter" --min-ms 0 -o "$WORK/stopped.jsonl" <(grep -m1 '"filter/linear_gelu"' "$tasks") 2>"$WORK/stopped.err" &
+hold_lease
+"$filter" --min-ms 0 -o "$WORK/stopped.jsonl" <(grep -m1 '"filter/linear_gelu"' "$tasks") 2>"$WORK/stopped.err" 9>&- &
 stopped=$!
-sleep 1
+waiting_for_lease "$stopped" || fail "ca-filter ended without waiting for the lease"
 kill -TERM $stopped
 wait $stopped; code=$?
 [ $code -eq 130 ] || fail "interrupted ca-filter exited $code, expected 130"
 grep -q "ca-filter: note: interrupted; so far kept 0 of 0" "$WORK/stopped.err" || fail "interrupted summary: $(cat "$WORK/stopped.err")"
 [ ! -e "$WORK/stopped.jsonl" ] || fail "an interrupted ca-filter left its output file"
-wait
+release_lease
 
 # Without --reference ReLU alone is kept; the examples' outputs are what the documented command makes (modulo times).
 run "$filter" --min-ms 0 "$tasks"

@@ -21,6 +21,27 @@ stdout_lines() { wc -l <"$WORK/stdout"; }
 torch_python() {
   if [ -x "$CA_SOURCE_DIR/.venv/bin/python" ]; then echo "$CA_SOURCE_DIR/.venv/bin/python"; else echo python3; fi
 }
+# The cpu device's lease (timing/lease.h) as a test drives it, by states, never by times. hold_lease: this shell
+# holds the lease exclusively on fd 9, as a profile does (run tools with 9>&-). release_lease gives it back.
+# waiting_for_lease PID: returns once process PID waits for the lease, that is holds its gate while this shell holds
+# the lease (/proc/locks); fails when PID ends first. Needs CA_LOCK_DIR.
+hold_lease() {
+  exec 9>"$CA_LOCK_DIR/cuda-agent-cpu.lock"
+  flock 9
+  : >>"$CA_LOCK_DIR/cuda-agent-cpu.gate.lock"
+}
+release_lease() {
+  flock -u 9
+  exec 9>&-
+}
+waiting_for_lease() {
+  local inode
+  inode=$(stat -c %i "$CA_LOCK_DIR/cuda-agent-cpu.gate.lock") || return 1
+  until grep -qE "FLOCK +ADVISORY +WRITE +$1 +[0-9a-f]+:[0-9a-f]+:$inode " /proc/locks; do
+    kill -0 "$1" 2>/dev/null || return 1
+    sleep 0.05  # a poll: what ends the loop is the state above
+  done
+}
 finish() {
   [ "$failures" -eq 0 ] || { echo "$failures check(s) failed" >&2; exit 1; }
   echo ok

@@ -76,13 +76,14 @@ python3 -c 'import json, sys; p = json.load(open(sys.argv[1]))["profile"]; asser
   fail "the forger should profile as an honest relu: $(head -c 400 "$WORK/stdout")"
 
 # One timing job per device: while another process holds the lease, ca-profile waits for it.
-start=$(date +%s)
-flock "$WORK/cuda-agent-cpu.lock" sleep 4 &
-sleep 0.5
-run "$CA_BIN/ca-profile" "${fast[@]}" "$WORK/correct.jsonl"
+hold_lease
+"$CA_BIN/ca-profile" "${fast[@]}" "$WORK/correct.jsonl" >"$WORK/stdout" 2>"$WORK/stderr" 9>&- &
+pid=$!
+waiting_for_lease "$pid" || fail "ca-profile ended without waiting for the lease"
+[ -s "$WORK/stdout" ] && fail "ca-profile timed while another process held the lease"
+release_lease
+wait "$pid"; code=$?
 expect_code 0
-[ $(($(date +%s) - start)) -ge 4 ] || fail "ca-profile did not wait for the lease"
-wait
 
 # A harness killed with SIGKILL cleans nothing up: its run directory (and the output region in it, RAM where it is
 # in /dev/shm) stays until the next harness making one there finds that no process holds its owner.lock.
@@ -91,10 +92,10 @@ if [ -w /dev/shm ]; then
   harness=$!
   # Its own run directory, by the lock it holds open (other tests may be making theirs meanwhile).
   left=
-  for _ in $(seq 300); do  # a minute at most
+  while kill -0 "$harness" 2>/dev/null; do  # until it holds the lock, or ends
     lock=$(find "/proc/$harness/fd" -lname '/dev/shm/ca-run-*/owner.lock' -printf '%l\n' 2>/dev/null | head -1)
     [ -n "$lock" ] && left=${lock%/owner.lock} && break
-    sleep 0.2
+    sleep 0.2  # a poll: what ends the loop is the state above
   done
   kill -9 "$harness"; wait "$harness" 2>/dev/null
   [ -n "$left" ] && [ -f "$left/owner.lock" ] || fail "no run directory of the killed harness in /dev/shm: '$left'"

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.bash"
 synth=$CA_BIN/ca-synth
 "$CA_BIN/ca-crawl" ops --usable >"$WORK/ops.jsonl" || fail "ca-crawl ops"
-small=(--device cpu --target-ms 0.05)
+small=(--cost-model cpu --target-ms 0.05)
 
 run "$synth" -n 20 --seed 3 "${small[@]}" -o "$WORK/a.jsonl" "$WORK/ops.jsonl"
 expect_code 0; expect_stderr "ca-synth: note: 20 tasks in"; expect_stderr "candidate nodes accepted"
@@ -33,7 +33,7 @@ expect_code 0
 
 run "$synth" --mix 1,2,3 "$WORK/ops.jsonl"
 expect_code 64; expect_stderr "ca-synth: error: --mix: expected 5 numbers (tasks of 1..5 ops), got 3"
-run "$synth" --device h100 "$WORK/ops.jsonl"
+run "$synth" --cost-model h100 "$WORK/ops.jsonl"
 expect_code 64; expect_stderr "did you mean 'h200'"
 run "$synth" --model m "$WORK/ops.jsonl"
 expect_code 64; expect_stderr "--model and --modules need --llm"

@@ -8,7 +8,11 @@ python=$(torch_python)
 "$python" "$CA_SOURCE_DIR/tests/cli/fake_llm_server.py" >"$WORK/port" &
 server=$!
 trap 'kill "$server" 2>/dev/null; rm -rf "$WORK"' EXIT
-for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.1; done
+# The server prints its port once it listens: wait for that, or for its end.
+until [ -s "$WORK/port" ]; do
+  kill -0 "$server" 2>/dev/null || { echo "FAIL: the fake LLM server ended before listening" >&2; exit 1; }
+  sleep 0.1  # a poll: what ends the loop is the state above
+done
 url=http://127.0.0.1:$(cat "$WORK/port")/v1
 echo '{"kind":"op","name":"aten::gelu","overload":"","schema":"aten::gelu(Tensor self, *, str approximate=\"none\") -> Tensor","category":"activation","usable":true}' >"$WORK/ops.jsonl"
 

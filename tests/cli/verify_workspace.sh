@@ -19,30 +19,31 @@ expect_code 0; expect_stdout "[PASS] compare: 5 trials"
 grep -q FAIL "$WORK/stdout" && fail "a correct kernel printed FAIL"
 
 # The lease (timing/lease.h): trials wait while a profile holds the device exclusive...
-start=$(date +%s)
-flock "$WORK/cuda-agent-cpu.lock" sleep 4 &
-sleep 0.5
-run "$CA_BIN/ca-verify" --workspace "$ws"
-expect_code 0
-[ $(($(date +%s) - start)) -ge 4 ] || fail "ca-verify did not wait for a profile's lease"
-wait
+hold_lease
+"$CA_BIN/ca-verify" --workspace "$ws" >"$WORK/stdout" 2>"$WORK/stderr" 9>&- &
+pid=$!
+waiting_for_lease "$pid" || fail "ca-verify ended without waiting for a profile's lease"
+[ -s "$WORK/stdout" ] && fail "ca-verify reported while a profile held the lease"
+release_lease
+wait "$pid"; code=$?
+expect_code 0; expect_stdout "[PASS] compare: 5 trials"
 # ...but not for another verify job, which holds it shared (a wait would never end: this shell holds it).
 exec 9>"$WORK/cuda-agent-cpu.lock"
 flock -s 9
 run timeout -k 5 60 "$CA_BIN/ca-verify" --workspace "$ws"
 expect_code 0
-# A verify job waiting for the device still stops when asked to.
-flock -u 9
-flock 9
-"$CA_BIN/ca-verify" --workspace "$ws" >/dev/null 2>"$WORK/stderr" &
+exec 9>&-
+# A verify job waiting for the device still stops when asked to (its handler is installed before it waits).
+hold_lease
+"$CA_BIN/ca-verify" --workspace "$ws" >/dev/null 2>"$WORK/stderr" 9>&- &
 pid=$!
-sleep 1
+waiting_for_lease "$pid" || fail "ca-verify ended without waiting for the lease"
 kill -TERM "$pid"
 timeout -k 5 10 tail --pid="$pid" -f /dev/null || fail "ca-verify did not stop while waiting for the lease"
 wait "$pid"
 code=$?
 expect_code 130; expect_stderr "interrupted while waiting for the device"
-exec 9>&-
+release_lease
 
 cp "$dir/relu_rand__identity.cpp" "$ws/kernels/relu.cpp"
 run "$CA_BIN/ca-verify" --workspace "$ws"

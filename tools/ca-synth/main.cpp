@@ -1,22 +1,19 @@
 // ca-synth: compose fused tasks of 1-5 ops from op records, with the built-in
 // grammar or through an OpenAI-compatible LLM endpoint.
-#include <chrono>
 #include <cstdlib>
 
 #include "http/http.h"
-#include "synth/composer.h"
-#include "synth/llm.h"
 #include "synth/records_in.h"
+#include "synth/synthesize.h"
 #include "util/cli.h"
+#include "util/exceptions.h"
 #include "util/log.h"
-#include "util/record_output.h"
-#include "util/signals.h"
 
 using namespace ca;
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   ToolCli cli("ca-synth", "Compose fused tasks of 1-5 ops from op records (ca-crawl ops) into task records.");
-  std::string ops_path = "-", output = "-", mix_text = format_mix(k_paper_mix), device_name = "h200";
+  std::string ops_path = "-", output = "-", mix_text = format_mix(k_paper_mix), cost_model = "h200";
   std::string modules_path, api_key_env;
   size_t count = 10;
   double timeout_s = 120;
@@ -26,24 +23,39 @@ int main(int argc, char** argv) {
   cli.app().add_option("-o,--output", output, "Output file, - for stdout")->capture_default_str();
   cli.app().add_option("-n,--count", count, "Tasks to make")->capture_default_str();
   cli.app().add_option("--mix", mix_text, "Weights of tasks with 1,2,3,4,5 ops")->capture_default_str();
-  cli.app().add_option("--target-ms", options.target_ms, "Estimated runtime to size tasks toward")->capture_default_str()->check(CLI::PositiveNumber);
-  cli.app().add_option("--device", device_name, "Device of the estimate: h200 or cpu")->capture_default_str();
-  cli.app().add_option("--max-elements", options.max_elements, "Largest tensor of a task, in elements")->capture_default_str()->check(CLI::PositiveNumber);
-  cli.app().add_option("--llm", llm.url, "OpenAI-compatible API base URL (e.g. http://localhost:8000/v1): ask it instead of the grammar");
+  cli.app()
+      .add_option("--target-ms", options.target_ms, "Estimated runtime to size tasks toward")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cli.app()
+      .add_option("--cost-model", cost_model, "Device whose runtime the estimate models: h200 or cpu")
+      ->capture_default_str();
+  cli.app()
+      .add_option("--max-elements", options.max_elements, "Largest tensor of a task, in elements")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cli.app().add_option("--llm", llm.url,
+                       "OpenAI-compatible API base URL (e.g. http://localhost:8000/v1): ask it instead of the grammar");
   cli.app().add_option("--model", llm.model, "Model name for --llm");
   cli.app().add_option("--api-key-env", api_key_env, "Environment variable holding the API key for --llm");
   cli.app().add_option("--modules", modules_path, "Module records (ca-crawl modules) to sample from too, with --llm");
-  cli.app().add_option("--params-dir", llm.params_dir, "Where --llm tasks' weights go (safetensors)")->capture_default_str();
+  cli.app()
+      .add_option("--params-dir", llm.params_dir, "Where --llm tasks' weights go (safetensors)")
+      ->capture_default_str();
   cli.app().add_option("--temperature", llm.temperature, "Sampling temperature for --llm")->capture_default_str();
-  cli.app().add_option("--timeout", timeout_s, "Seconds for one --llm request")->capture_default_str()->check(CLI::PositiveNumber);
+  cli.app()
+      .add_option("--request-timeout", timeout_s, "Seconds for one --llm request")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
 
   auto mix = parse_mix(mix_text);
   if (!mix) return to_int(usage_error(mix.error()));
-  auto device = device_model(device_name);
-  if (!device) return to_int(usage_error(device.error()));
+  auto device = device_model(cost_model);
+  if (!device) return to_int(usage_error("--cost-model: " + device.error()));
   if (!llm.url.empty() && llm.model.empty()) return to_int(usage_error("--llm needs --model"));
-  if (llm.url.empty() && (!llm.model.empty() || !modules_path.empty())) return to_int(usage_error("--model and --modules need --llm"));
+  if (llm.url.empty() && (!llm.model.empty() || !modules_path.empty()))
+    return to_int(usage_error("--model and --modules need --llm"));
   options.mix = *mix;
   options.device = *device;
   options.seed = cli.common().seed;
@@ -58,58 +70,18 @@ int main(int argc, char** argv) {
     error(records.error().message);
     return to_int(records.error().code);
   }
-  auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  if (llm.url.empty()) return to_int(synthesize_with_grammar(*records, ops_path, options, count, output));
 
-  if (!llm.url.empty()) {
-    // Failures are counted, not fatal: up to 3 requests per wanted task.
-    llm.api_key = api_key_env.empty() ? "" : (std::getenv(api_key_env.c_str()) ? std::getenv(api_key_env.c_str()) : "");
-    if (!api_key_env.empty() && llm.api_key.empty()) warning("--api-key-env: $" + api_key_env + " is not set; sending no key");
-    llm.target_ms = options.target_ms;
-    llm.device = device->name;
-    llm.seed = options.seed;
-    auto post = [timeout_s](const std::string& url, const std::string& body, const std::vector<std::string>& headers) {
-      return http_post(url, body, headers, timeout_s);
-    };
-    LlmComposer composer(std::move(*records), llm, post);
-    ExitCode code = write_records(output, [&](JsonlWriter& writer) {
-      for (size_t made = 0; made < count;) {
-        if (interrupted()) return ExitCode::interrupted;
-        if (composer.requests() >= 3 * count) return ExitCode::some_failed;
-        auto task = composer.next();
-        if (!task) {
-          verbose("request " + std::to_string(composer.requests()) + ": " + task.error());
-          continue;
-        }
-        if (auto stop = emit(writer, *task)) return *stop;
-        ++made;
-      }
-      return ExitCode::ok;
-    });
-    note(composer.summary() + " in " + std::to_string(int(elapsed())) + " s");
-    return to_int(code);
-  }
-
-  size_t unknown = 0;
-  std::vector<OpTemplate> ops = op_templates(*records, unknown);
-  if (unknown > 0) warning(std::to_string(unknown) + " usable op(s) not in this LibTorch, skipped");
-  if (ops.empty()) {
-    error(ops_path, "no usable op records");
-    return to_int(ExitCode::data_error);
-  }
-  Composer composer(std::move(ops), options);
-  ExitCode code = write_records(output, [&](JsonlWriter& writer) {
-    for (size_t i = 0; i < count; ++i) {
-      if (interrupted()) return ExitCode::interrupted;
-      auto task = composer.next();
-      if (!task) {
-        error(task.error());
-        return ExitCode::some_failed;
-      }
-      if (auto stop = emit(writer, *task)) return *stop;
-    }
-    return ExitCode::ok;
-  });
-  note(composer.summary(elapsed()));
-  return to_int(code);
+  llm.api_key = api_key_env.empty() ? "" : (std::getenv(api_key_env.c_str()) ? std::getenv(api_key_env.c_str()) : "");
+  if (!api_key_env.empty() && llm.api_key.empty())
+    warning("--api-key-env: $" + api_key_env + " is not set; sending no key");
+  llm.target_ms = options.target_ms;
+  llm.device = device->name;
+  llm.seed = options.seed;
+  auto post = [timeout_s](const std::string& url, const std::string& body, const std::vector<std::string>& headers) {
+    return http_post(url, body, headers, timeout_s);
+  };
+  return to_int(synthesize_with_llm(std::move(*records), llm, post, count, output));
+} catch (...) {  // LibTorch's and the standard library's exceptions: util/exceptions.h
+  return report_uncaught_exception();
 }

@@ -1,0 +1,120 @@
+#include "filter/records.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <optional>
+
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
+
+#include "util/cli.h"
+#include "util/log.h"
+#include "util/record_loop.h"
+#include "util/record_output.h"
+#include "util/side_file.h"
+
+namespace ca {
+namespace {
+
+// Adds every task record of a reference file (a side file: util/side_file.h); records of another kind (import_error)
+// are skipped.
+ExitCode load_references(const std::string& path, TaskFilter& filter) {
+  auto records = read_side_file(path);
+  if (!records) return report_side_file_error(records.error());
+  for (const Record& record : *records) {
+    if (!record.value.is_object() || record.value.value("kind", "") != "task") continue;
+    if (auto added = filter.add_reference(record.value); !added) {
+      error(record.where(), added.error());
+      return ExitCode::data_error;
+    }
+  }
+  return ExitCode::ok;
+}
+
+// "kept 3 of 5; rejected: duplicate 1, too-fast 1; not judged: 1"
+std::string summary_line(ExitCode code, size_t kept, size_t rejected, const std::map<std::string, size_t>& counts,
+                         size_t unjudged) {
+  // An interrupted run's counts are of the records judged before the signal, not of the input.
+  std::string summary = std::string(code == ExitCode::interrupted ? "interrupted; so far " : "") + "kept " +
+                        std::to_string(kept) + " of " + std::to_string(kept + rejected) + "; rejected:";
+  if (counts.empty()) summary += " none";
+  bool first = true;
+  for (const auto& name : reason_names()) {
+    if (auto count = counts.find(name); count != counts.end()) {
+      summary += std::string(first ? " " : ", ") + name + " " + std::to_string(count->second);
+      first = false;
+    }
+  }
+  if (unjudged > 0) summary += "; not judged: " + std::to_string(unjudged);
+  return summary;
+}
+
+}  // namespace
+
+ExitCode filter_records(FilterOptions options, FilterRun run) {
+  if (options.backend == Backend::cuda && !at::hasCUDA()) {
+    return usage_error("--device cuda: no CUDA device is available (this build or machine)");
+  }
+  at::set_num_threads(run.threads);
+  options.compiled.num_threads = run.threads;  // the compiled baseline runs with eager's threads
+  at::globalContext().setAllowTF32CuBLAS(options.compiled.allow_tf32);
+  at::globalContext().setAllowTF32CuDNN(options.compiled.allow_tf32);
+
+  TaskFilter filter(options);
+  for (const auto& path : run.references) {
+    if (ExitCode code = load_references(path, filter); code != ExitCode::ok) return code;
+  }
+  if (!run.references.empty()) verbose("reference tasks: " + std::to_string(filter.reference_count()));
+  if (run.inputs.empty()) run.inputs = {"-"};
+
+  std::optional<JsonlWriter> rejects;
+  if (!run.rejects.empty()) {
+    auto opened = JsonlWriter::open(run.rejects);
+    if (!opened) {
+      error(opened.error());
+      return ExitCode::io_error;
+    }
+    rejects.emplace(std::move(*opened));
+  }
+  size_t kept = 0, rejected = 0, unjudged = 0;
+  std::map<std::string, size_t> counts;
+  auto start = std::chrono::steady_clock::now();
+  // A cold Python start-up per compiled task would dominate the run: compile them all first, in -j processes
+  // (files only: standard input can be read once).
+  if (std::ranges::none_of(run.inputs, [](const std::string& path) { return path == "-"; })) {
+    filter.precompile(run.inputs, run.jobs);
+  }
+
+  ExitCode code = write_records(run.output, [&](JsonlWriter& writer) {
+    ExitCode result = visit_records(
+        run.inputs, run.fail_fast ? OnBadRecord::stop : OnBadRecord::skip,
+        [&](const Record& record) -> std::expected<std::optional<ExitCode>, std::string> {
+          auto verdict = filter.judge(record.value);
+          if (!verdict) return std::unexpected(verdict.error());
+          if (!verdict->reason) {
+            ++kept;
+            return emit(writer, verdict->record);
+          }
+          ++counts[reason_name(*verdict->reason)];
+          ++rejected;
+          verbose(record.where() + ": " + record.value.value("id", "") + ": " + reason_name(*verdict->reason) + ": " +
+                  verdict->detail);
+          return rejects ? emit(*rejects, verdict->record) : std::nullopt;
+        },
+        &unjudged);
+    if (result != ExitCode::ok && result != ExitCode::some_failed) return result;
+    if (rejects) {
+      if (auto committed = rejects->commit(); !committed) {
+        error(committed.error());
+        return ExitCode::io_error;
+      }
+    }
+    return result;
+  });
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  note(summary_line(code, kept, rejected, counts, unjudged) + " (" + std::to_string(int(seconds)) + " s)");
+  return code;
+}
+
+}  // namespace ca

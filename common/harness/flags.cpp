@@ -1,0 +1,39 @@
+#include "harness/flags.h"
+
+#include <sstream>
+
+namespace ca {
+
+void add_tolerance_flags(CLI::App& app, Tolerance& tolerance, const std::string& applies_to) {
+  app.add_option("--atol", tolerance.atol, "Absolute tolerance of " + applies_to)->capture_default_str();
+  app.add_option("--rtol", tolerance.rtol, "Relative tolerance of " + applies_to)->capture_default_str();
+}
+
+void add_tf32_flag(CLI::App& app, bool& allow_tf32) {
+  app.add_flag("--tf32", allow_tf32, "Let the baselines use TF32 for float32 matmuls and convolutions");
+}
+
+void add_build_flags(CLI::App& app, BuildOptions& build) {
+  app.add_option("--cuda-arch", build.cuda_arch, "nvcc -arch for the cuda backend (default: the GPU present)");
+  app.add_flag("--fast-math", build.fast_math, "Build candidates with fast math");
+}
+
+void add_runner_timeout_flag(CLI::App& app, SandboxLimits& limits) {
+  std::ostringstream default_s;
+  default_s << limits.wall_s;
+  app.add_option_function<double>(
+         "--timeout", [&limits](double seconds) { limits.wall_s = limits.cpu_s = seconds; },
+         "Seconds one runner invocation may take, wall clock and CPU (ca-verify: all trials; ca-profile: one round)")
+      ->default_str(default_s.str());
+}
+
+void add_candidate_source_flags(CLI::App& app, CandidateSources& sources, const std::string& judging) {
+  app.add_option("--tasks", sources.tasks, "Task JSONL file for candidates that name a task_id");
+  app.add_option(
+      "--workspace", sources.workspace,
+      "Instead of records, " + judging + " an agent workspace (task.json + kernels/) and print for the agent");
+  app.add_option("--backend", sources.backend, "Backend of --workspace, and of precompiled baselines: cpu or cuda")
+      ->capture_default_str();
+}
+
+}  // namespace ca

@@ -1,0 +1,25 @@
+// ca-profile's parts around profile_candidate: the judge its record loop calls per candidate, and --precompile.
+#pragma once
+
+#include <string>
+
+#include "ir/backend.h"
+#include "profile/profile.h"
+#include "util/exit_codes.h"
+#include "util/record_loop.h"
+#include "verify/candidates.h"
+
+namespace ca {
+
+/// The Judge (verify/candidates.h) of ca-profile: a candidate whose `verify` failed is not timed ({ok: false,
+/// skipped}); others get profile_candidate with `options` on the record's backend. On cpu the baselines' tensors come
+/// from the LibTorch layer's caching CPU allocator, emptied after each record; the judge fails when
+/// c10 kept another allocator.
+Judge profile_judge(const ProfileOptions& options);
+
+/// ca-profile --precompile: compiles the missing compiled baselines of every task of `tasks_path` for `backend`
+/// (precompile_tasks, in `jobs` bridge processes) and prints its summary line on stdout. Returns its exit code.
+ExitCode precompile_baselines(const std::string& tasks_path, Backend backend, const ProfileOptions& options,
+                              unsigned jobs, OnBadRecord on_bad);
+
+}  // namespace ca

@@ -1,0 +1,26 @@
+// ca-synth's two runs, each from its input records to an exit code: the built-in grammar (composer.h) and an
+// OpenAI-compatible LLM (llm.h). Both write `count` task records to `output` and a summary to stderr.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "synth/composer.h"
+#include "synth/llm.h"
+#include "util/exit_codes.h"
+#include "util/jsonl.h"
+
+namespace ca {
+
+/// The grammar: `count` tasks composed from the usable ones of the op records `records` (`ops_path` names them in
+/// errors). Exit 65 when no op record is usable, 1 when the composer fails, 130 when interrupted.
+ExitCode synthesize_with_grammar(const std::vector<Json>& records, const std::string& ops_path,
+                                 const SynthOptions& options, size_t count, const std::string& output);
+
+/// The LLM: `count` tasks asked of `llm` through `post`, from op (and module) records. A failed request is counted,
+/// not fatal; after 3 * count requests the run ends with exit 1. 130 when interrupted.
+ExitCode synthesize_with_llm(std::vector<Json> records, const LlmOptions& llm, HttpPost post, size_t count,
+                             const std::string& output);
+
+}  // namespace ca

@@ -1,0 +1,123 @@
+#include "verify/candidates.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "util/atomic_file.h"
+#include "util/cli.h"
+#include "util/log.h"
+#include "util/record_loop.h"
+#include "util/record_output.h"
+#include "util/signals.h"
+#include "util/json_field.h"
+
+namespace ca {
+
+std::expected<std::map<std::string, Json>, SideFileError> load_tasks(const std::string& path) {
+  auto records = read_side_file(path, [](const Json& record) -> std::expected<void, std::string> {
+    if (auto id = string_field(record, "id", ""); !id) return std::unexpected(id.error());
+    return {};
+  });
+  if (!records) return std::unexpected(records.error());
+  std::map<std::string, Json> tasks;
+  for (auto& record : *records) {
+    std::string id = record.value["id"];
+    tasks[id] = std::move(record.value);
+  }
+  return tasks;
+}
+
+std::expected<Json, std::string> task_of(const Json& candidate, const std::map<std::string, Json>& tasks) {
+  if (auto embedded = candidate.find("task"); embedded != candidate.end() && embedded->is_object()) return *embedded;
+  auto id = string_field(candidate, "task_id", "");
+  if (!id) return std::unexpected(id.error());
+  auto it = tasks.find(*id);
+  if (it == tasks.end()) return std::unexpected("task_id: no task '" + *id + "' (give the tasks with --tasks, or embed a task field)");
+  return it->second;
+}
+
+std::expected<Json, std::string> workspace_candidate(const std::string& dir, const std::string& backend) {
+  namespace fs = std::filesystem;
+  auto task_text = read_file((fs::path(dir) / "task.json").string());
+  if (!task_text) return std::unexpected(task_text.error() + " (not a workspace? make one with ca-sandbox create)");
+  auto task = parse_json(*task_text);
+  if (!task) return std::unexpected(dir + "/task.json: " + task.error());
+  if (!task->is_object()) return std::unexpected(dir + "/task.json: expected a JSON object");
+  Json files = Json::object();
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(fs::path(dir) / "kernels", ec); !ec && it != fs::recursive_directory_iterator(); ++it) {
+    // The agent writes kernels/; a symlink there could make this trusted
+    // process read any file on the host.
+    if (it->is_symlink()) return std::unexpected(it->path().string() + ": symbolic links are not allowed in kernels/");
+    if (!it->is_regular_file()) continue;
+    auto text = read_file(it->path().string());
+    if (!text) return std::unexpected(text.error());
+    files[fs::relative(it->path(), dir).string()] = *text;
+  }
+  if (files.empty()) return std::unexpected(dir + "/kernels: no kernel files yet");
+  return Json{{"kind", "candidate"}, {"task_id", task->value("id", "")}, {"task", *task}, {"backend", backend}, {"files", files}};
+}
+
+std::expected<std::map<std::string, std::string>, std::string> candidate_files(const Json& candidate) {
+  auto files = require_field(candidate, "files", "");
+  if (!files) return std::unexpected(files.error());
+  if (!(*files)->is_object() || (*files)->empty()) return std::unexpected("files: expected an object of path -> source");
+  std::map<std::string, std::string> out;
+  for (auto it = (*files)->begin(); it != (*files)->end(); ++it) {
+    if (!it->is_string()) return std::unexpected(field_path("files", it.key()) + ": expected the file's text");
+    out[it.key()] = it->get<std::string>();
+  }
+  return out;
+}
+
+ExitCode judge_records(const std::vector<std::string>& inputs, const std::string& output, const std::string& tasks_path,
+                       bool fail_fast, const std::string& field, const Judge& judge, unsigned jobs) {
+  std::map<std::string, Json> tasks;
+  if (!tasks_path.empty()) {
+    auto loaded = load_tasks(tasks_path);
+    if (!loaded) return report_side_file_error(loaded.error());
+    tasks = std::move(*loaded);
+  }
+  std::vector<std::string> files = inputs.empty() ? std::vector<std::string>{"-"} : inputs;
+  return write_records(output, [&](JsonlWriter& writer) {
+    return transform_records(files, writer, fail_fast ? OnBadRecord::stop : OnBadRecord::skip,
+                             [&](const Json& candidate) -> std::expected<Json, std::string> {
+                               auto task = task_of(candidate, tasks);
+                               if (!task) return std::unexpected(task.error());
+                               auto backend = parse_backend(candidate.value("backend", "cpu"));
+                               if (!backend) return std::unexpected("backend: expected \"cpu\" or \"cuda\"");
+                               auto judged = judge(*task, candidate, *backend);
+                               if (!judged) return std::unexpected(judged.error());
+                               Json out = candidate;
+                               out[field] = std::move(*judged);
+                               return out;
+                             },
+                             jobs);
+  });
+}
+
+ExitCode judge_workspace(const std::string& dir, const std::string& backend_name, const Judge& judge,
+                         const std::function<std::string(const Json&)>& report) {
+  auto backend = parse_backend(backend_name);
+  if (!backend) return usage_error("--backend: expected cpu or cuda, got '" + backend_name + "'");
+  auto candidate = workspace_candidate(dir, backend_name);
+  if (!candidate) {
+    error(candidate.error());
+    return ExitCode::no_input;
+  }
+  auto judged = judge((*candidate)["task"], *candidate, *backend);
+  if (!judged) {
+    error(judged.error());
+    return interrupted() ? ExitCode::interrupted : ExitCode::data_error;  // e.g. while waiting for the device lease
+  }
+  std::fputs(report(*judged).c_str(), stdout);
+  return judged->value("ok", false) ? ExitCode::ok : ExitCode::some_failed;
+}
+
+std::string implied_workspace(const std::vector<std::string>& inputs) {
+  return inputs.empty() && isatty(STDIN_FILENO) && access("task.json", F_OK) == 0 ? "." : "";
+}
+
+}  // namespace ca

@@ -1,0 +1,137 @@
+#include "verify/verify.h"
+
+#include <map>
+
+#include "verify/candidates.h"
+#include "torch/compare.h"
+#include "torch/interpreter.h"
+#include "torch/task_check.h"
+#include "torch/runner_calls.h"
+#include "torch/tensors.h"
+#include "util/atomic_file.h"
+#include "runner/protocol.h"
+#include "timing/lease.h"
+
+namespace ca {
+namespace {
+
+using Error = std::unexpected<std::string>;
+
+Json verdict(bool ok, std::string stage, std::string message) {
+  return {{"ok", ok}, {"stage", std::move(stage)}, {"message", std::move(message)}, {"trials", Json::array()}, {"checks", Json::object()}};
+}
+
+}  // namespace
+
+std::expected<Json, std::string> verify_candidate(const Json& task, const Json& candidate, const VerifyOptions& options) {
+  auto task_program = load_task_program(task);
+  if (!task_program) return Error(task_program.error());
+  Interpreter* interpreter = &task_program->interpreter;
+  const Program* program = &interpreter->program();
+  const std::vector<TensorShape>* shapes = &task_program->shapes;
+  auto files = candidate_files(candidate);
+  if (!files) return verdict(false, "static", files.error());
+
+  auto built = build_candidate(*files, options.build);
+  if (!built) return Error(built.error());
+  Json result = verdict(true, "", "");
+  result["build"] = {{"key", built->key}, {"cached", built->cached}};
+  result["tolerance"] = {{"atol", options.tolerance.atol}, {"rtol", options.tolerance.rtol}};
+  result["checks"]["static"] = built->stage != "static";
+  if (!built->ok) {
+    result["checks"]["compile"] = built->stage != "compile";
+    result.update(verdict(false, built->stage, built->message), /*merge_objects=*/false);
+    result["checks"] = {{"static", built->stage != "static"}, {"compile", false}};
+    return result;
+  }
+  result["checks"]["compile"] = true;
+
+  SeedSource source(options.seed);
+  std::vector<uint64_t> seeds;
+  for (int i = 0; i < options.trials; ++i) seeds.push_back(source.next());
+  std::vector<RunnerCall> calls;
+  for (size_t i = 0; i < seeds.size(); ++i) calls.push_back({seeds[i], i % 2 == 1});
+  RunnerOptions runner{options.build.backend, options.limits, options.runner, options.num_threads};
+  // Shared: trials may run together, but not while a profile times on the device (a spinning trial would skew it).
+  // Held to the end, through the reference runs. The build above happens outside it.
+  auto lease = DeviceLease::acquire(options.build.backend == Backend::cuda ? "cuda0" : "cpu", options.lock_dir,
+                                    LeaseMode::shared);
+  if (!lease) return Error(lease.error());
+  auto ran = run_in_runner(*program, *shapes, built->library, calls, runner);
+  if (!ran) return Error(ran.error());
+  if (!ran->load_error.empty()) {
+    result.update(verdict(false, "load", ran->load_error), false);
+    result["checks"]["load"] = false;
+    return result;
+  }
+  result["checks"]["load"] = true;
+
+  at::Device device = options.build.backend == Backend::cuda ? at::Device(at::kCUDA) : at::Device(at::kCPU);
+  Json trials = Json::array();
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    std::string trial = "trial " + std::to_string(i + 1) + "/" + std::to_string(seeds.size());
+    std::string failure_stage, failure;
+    if (auto failed = call_failure(*ran, i, trial, runner)) {
+      failure_stage = failed->stage;
+      failure = failed->message;
+    }
+    Json entry = {{"seed", seeds[i]}, {"signed_inputs", i % 2 == 1}};
+    if (failure.empty()) {
+      auto reference = interpreter->run(make_tensors(calls[i].signed_inputs ? with_signed_inputs(*program) : *program, seeds[i], device));
+      if (!reference) return Error("reference failed on " + trial + ": " + reference.error());
+      const std::vector<at::Tensor>& outputs = ran->calls[i].outputs;
+      double max_abs = 0, max_rel = 0, rel_l2 = 0;
+      for (size_t k = 0; k < outputs.size() && failure.empty(); ++k) {
+        Comparison c = compare_output(outputs[k], (*reference)[k], options.tolerance);
+        max_abs = std::max(max_abs, c.max_abs);
+        max_rel = std::max(max_rel, c.max_rel);
+        rel_l2 = std::max(rel_l2, c.rel_l2);
+        if (!c.ok) {
+          failure_stage = "compare";
+          failure = trial + (i % 2 == 1 ? " (signed inputs)" : "") + ", output " + std::to_string(k) + ": " + c.message;
+        }
+      }
+      entry.update({{"max_abs", max_abs}, {"max_rel", max_rel}, {"rel_l2", rel_l2}});
+    }
+    entry["ok"] = failure.empty();
+    trials.push_back(entry);
+    if (!failure.empty()) {
+      result["trials"] = trials;
+      result["ok"] = false;
+      result["stage"] = failure_stage;
+      result["message"] = failure;
+      result["checks"]["run"] = failure_stage == "launch" || failure_stage == "compare";
+      if (options.build.backend == Backend::cuda) result["checks"]["launch"] = failure_stage == "compare";
+      result["checks"]["compare"] = false;
+      return result;
+    }
+  }
+  result["trials"] = trials;
+  result["checks"]["run"] = true;
+  if (options.build.backend == Backend::cuda) result["checks"]["launch"] = true;
+  result["checks"]["compare"] = true;
+  return result;
+}
+
+std::string agent_report(const Json& verify) {
+  std::string report;
+  bool ok = verify.value("ok", false);
+  std::string failed_stage = verify.value("stage", "");
+  const Json& checks = verify["checks"];
+  for (std::string step : {"static", "compile", "load", "run", "timeout", "launch", "compare"}) {
+    if (!ok && step == failed_stage) {
+      report += "[FAIL] " + step + ": " + verify.value("message", "") + "\n";
+      break;
+    }
+    if (!checks.contains(step) || !checks[step].get<bool>()) continue;
+    report += "[PASS] " + step;
+    if (step == "compare") {
+      report += ": " + std::to_string(verify["trials"].size()) + " trials within atol " + verify["tolerance"]["atol"].dump() +
+                ", rtol " + verify["tolerance"]["rtol"].dump();
+    }
+    report += "\n";
+  }
+  return report;
+}
+
+}  // namespace ca
