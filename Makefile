@@ -6,6 +6,7 @@ PYTHON        := $(VENV)/bin/python
 BUILD         := build
 PREFIX        ?= /usr/local
 JOBS          ?= $(shell nproc)
+CMAKE_ARGS    ?=  # e.g. -DCA_WERROR=ON (CI)
 
 TORCH_STAMP := $(VENV)/.torch-$(TORCH_VERSION)
 # transformers' models/ tree is what `ca-crawl modules` crawls for the paper's module records (pure Python).
@@ -34,7 +35,7 @@ $(TRANSFORMERS_STAMP): $(TORCH_STAMP)
 venv: $(TORCH_STAMP) $(TRANSFORMERS_STAMP)
 
 $(BUILD)/build.ninja: $(TORCH_STAMP) $(TRANSFORMERS_STAMP) CMakeLists.txt
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) \
 	  -DCMAKE_PREFIX_PATH="$$($(PYTHON) -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
 
 configure: $(BUILD)/build.ninja

@@ -1,5 +1,5 @@
 """Compiles a task program with torch.compile's backend (Inductor) into an
-AOTInductor package that C++ loads (DESIGN §7: the compiled baseline).
+AOTInductor package that C++ loads (docs/TIMING.md: the compiled baseline).
 
 The package takes the program's inputs and then its params as arguments, so
 no weights are embedded: packages stay small and one package serves every

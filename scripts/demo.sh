@@ -53,8 +53,19 @@ for line in open(sys.argv[1]):
     print(f"   {r['id']:36} reward {r['reward']['value']:>2}  {speed or r['reward']['reason'][:70]}")
 PY
 
+echo
+echo "== ca-eval run --policy builtin: the built-in policy (ca-rollout) writes, verifies and profiles kernels for 8 kept"
+echo "   tasks, then the harness judges them; metrics and an HTML report -> $out/eval/"
+head -8 "$out/kept.jsonl" >"$out/suite.jsonl"
+mkdir -p "$out/eval"
+$bin/ca-eval -j 2 run --suite "$out/suite.jsonl" --policy builtin --no-compile -o "$out/eval/results.jsonl" \
+  2>"$out/eval/eval.log" || true
+$bin/ca-eval report "$out/eval/results.jsonl" -o "$out/eval" 2>>"$out/eval/eval.log"
+sed -n '1,/^## /p' "$out/eval/report.md" | grep -v '^## ' | sed 's/^/   /' | head -20
+echo "   report: $out/eval/report.html"
+
 cat <<'TXT'
 
 == Still to come (open issues; not run by this demo):
-   ca-rollout, ca-train, ca-eval                  the agent loop, RL training, evaluation
+   ca-train warmup / value / ppo        RL training beyond rejection fine-tuning, and a rollout of the trained model
 TXT

@@ -1,4 +1,4 @@
-// `module` records (DESIGN §3) for the nn.Module classes that scan_py_modules finds.
+// `module` records (docs/RECORDS.md) for the nn.Module classes that scan_py_modules finds.
 #pragma once
 
 #include <string>

@@ -64,12 +64,18 @@ Source lex(std::string text) {
   return {std::move(text), std::move(kind)};
 }
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\f'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\f';
+}
 bool is_word_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || static_cast<unsigned char>(c) >= 0x80;
 }
-bool is_open(char c) { return c == '(' || c == '[' || c == '{'; }
-bool is_close(char c) { return c == ')' || c == ']' || c == '}'; }
+bool is_open(char c) {
+  return c == '(' || c == '[' || c == '{';
+}
+bool is_close(char c) {
+  return c == ')' || c == ']' || c == '}';
+}
 
 // A statement as Python sees it: physical lines joined while brackets are open,
 // a string spans lines, or a line ends in a backslash.

@@ -207,7 +207,7 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
 
   // The mean control's constant is what a candidate could know in advance: the mean of the output on another seed
   // of the same distribution (for a one-element output its own value would be the answer itself). Outputs of
-  // reductions over many iid values pass it (EXPLOITS B8).
+  // reductions over many iid values pass it (docs/EXPLOITS.md, B8).
   Trial a_other{make_tensors(*program, seed + 2, device), {}};
   Trial b_other{make_tensors(signed_program, seed + 3, device), {}};
   for (Trial* trial : {&a_other, &b_other}) {
@@ -225,7 +225,7 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
   if (Step step = check_rounding_noise(a, b, run, m_options.tolerance, m_options.rounding_share, rounding, flags)) {
     return reject(*step);
   }
-  // Flagged, not rejected (EXPLOITS B6): ca-verify's normalized error is what stops zeros there.
+  // Flagged, not rejected (docs/EXPLOITS.md, B6): ca-verify's normalized error is what stops zeros there.
   std::ranges::move(tiny_output_flags(a.outputs, m_options.tolerance.atol), std::back_inserter(flags));
 
   // Runtime: the one timing method (timing/clock.h, as ca-profile): cache flushed before each call, median.

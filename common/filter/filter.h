@@ -1,4 +1,4 @@
-// ca-filter's rubric (DESIGN §1, EXPLOITS part D; man/man1/ca-filter.1): a task is
+// ca-filter's rubric (ca-filter(1), EXPLOITS part D; man/man1/ca-filter.1): a task is
 // kept when it runs in eager (and under torch.compile when asked), is
 // deterministic, has non-degenerate outputs that depend on every input and
 // param, defeats the negative controls, runs within the runtime window, is no

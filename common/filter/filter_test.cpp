@@ -7,13 +7,18 @@ namespace {
 
 // A task of one input x [16, 32] (rand) and the given nodes; the last node's output is the task's.
 Json task(const std::string& id, Json nodes, Json params = Json::array(), Json inputs = nullptr) {
-  if (inputs.is_null()) inputs = Json::array({{{"name", "x"}, {"dtype", "float32"}, {"shape", {16, 32}}, {"init", "rand"}}});
+  if (inputs.is_null())
+    inputs = Json::array({{{"name", "x"}, {"dtype", "float32"}, {"shape", {16, 32}}, {"init", "rand"}}});
   std::string out = nodes.back()["out"][0];
-  return {{"kind", "task"}, {"id", id}, {"seed", 1},
+  return {{"kind", "task"},
+          {"id", id},
+          {"seed", 1},
           {"program", {{"inputs", inputs}, {"params", params}, {"nodes", nodes}, {"outputs", {out}}}}};
 }
 
-Json node(const std::string& op, Json args, const std::string& out) { return {{"op", op}, {"args", args}, {"out", {out}}}; }
+Json node(const std::string& op, Json args, const std::string& out) {
+  return {{"op", op}, {"args", args}, {"out", {out}}};
+}
 
 FilterOptions fast_options() {
   FilterOptions options;
@@ -33,7 +38,8 @@ std::string reason_of(TaskFilter& filter, const Json& record) {
 TEST(Filter, KeepsAGoodTaskWithMeasurements) {
   TaskFilter filter(fast_options());
   Json params = Json::array({{{"name", "w"}, {"dtype", "float32"}, {"shape", {8, 32}}, {"init", "kaiming_uniform"}}});
-  auto verdict = filter.judge(task("good", {node("aten::linear", {"%x", "%w", nullptr}, "y"), node("aten::tanh", {"%y"}, "z")}, params));
+  auto verdict = filter.judge(
+      task("good", {node("aten::linear", {"%x", "%w", nullptr}, "y"), node("aten::tanh", {"%y"}, "z")}, params));
   ASSERT_TRUE(verdict) << verdict.error();
   EXPECT_FALSE(verdict->reason) << verdict->detail;
   EXPECT_TRUE(verdict->record["meta"].contains("eager_ms"));
@@ -49,20 +55,26 @@ TEST(Filter, RejectsEachDegenerateKindWithItsReason) {
                                              node("aten::relu", {"%n"}, "r")})),
             "control-zeros");
   // x - x + 1: every element 1.
-  EXPECT_EQ(reason_of(filter, task("constant", {node("aten::sub.Tensor", {"%x", "%x"}, "d"), node("aten::add.Scalar", {"%d", 1}, "c")})),
+  EXPECT_EQ(reason_of(filter, task("constant", {node("aten::sub.Tensor", {"%x", "%x"}, "d"),
+                                                node("aten::add.Scalar", {"%d", 1}, "c")})),
             "degenerate-constant");
   // The param is multiplied by zero: the output does not depend on it.
   Json params = Json::array({{{"name", "w"}, {"dtype", "float32"}, {"shape", {16, 32}}}});
-  EXPECT_EQ(reason_of(filter, task("ignores", {node("aten::mul.Scalar", {"%w", 0.0}, "z"), node("aten::add.Tensor", {"%x", "%z"}, "s"),
-                                               node("aten::sin", {"%s"}, "y")}, params)),
+  EXPECT_EQ(reason_of(filter, task("ignores",
+                                   {node("aten::mul.Scalar", {"%w", 0.0}, "z"),
+                                    node("aten::add.Tensor", {"%x", "%z"}, "s"), node("aten::sin", {"%s"}, "y")},
+                                   params)),
             "ignores-input");
   // 1000 + 1e-3 * x: nearly constant, its mean passes.
-  EXPECT_EQ(reason_of(filter, task("mean", {node("aten::mul.Scalar", {"%x", 0.001}, "s"), node("aten::add.Scalar", {"%s", 1000.0}, "y")})),
+  EXPECT_EQ(reason_of(filter, task("mean", {node("aten::mul.Scalar", {"%x", 0.001}, "s"),
+                                            node("aten::add.Scalar", {"%s", 1000.0}, "y")})),
             "control-mean");
   // relu(x + 1e-3) on signed and unsigned inputs is x within tolerance... only on [0,1): signed trials expose it,
   // so it is kept; x * 1.001 is x within rtol on both trials.
-  EXPECT_EQ(reason_of(filter, task("passthrough", {node("aten::mul.Scalar", {"%x", 1.001}, "y")})), "control-passthrough");
-  EXPECT_EQ(reason_of(filter, task("nan", {node("aten::sub.Scalar", {"%x", 2}, "d"), node("aten::log", {"%d"}, "y")})), "non-finite");
+  EXPECT_EQ(reason_of(filter, task("passthrough", {node("aten::mul.Scalar", {"%x", 1.001}, "y")})),
+            "control-passthrough");
+  EXPECT_EQ(reason_of(filter, task("nan", {node("aten::sub.Scalar", {"%x", 2}, "d"), node("aten::log", {"%d"}, "y")})),
+            "non-finite");
   EXPECT_EQ(reason_of(filter, task("random", {node("aten::bernoulli.p", {"%x", 0.5}, "y")})), "random-op");
 }
 
@@ -70,12 +82,16 @@ TEST(Filter, DuplicatesNearDuplicatesAndContamination) {
   TaskFilter filter(fast_options());
   Json nodes = {node("aten::sigmoid", {"%x"}, "s"), node("aten::mul.Scalar", {"%s", 3.0}, "y")};
   EXPECT_EQ(reason_of(filter, task("first", nodes)), "kept");
-  EXPECT_EQ(reason_of(filter, task("renamed", {node("aten::sigmoid", {"%x"}, "a"), node("aten::mul.Scalar", {"%a", 3.0}, "b")})), "duplicate");
-  EXPECT_EQ(reason_of(filter, task("literal", {node("aten::sigmoid", {"%x"}, "s"), node("aten::mul.Scalar", {"%s", 4.0}, "y")})),
+  EXPECT_EQ(reason_of(filter, task("renamed",
+                                   {node("aten::sigmoid", {"%x"}, "a"), node("aten::mul.Scalar", {"%a", 3.0}, "b")})),
+            "duplicate");
+  EXPECT_EQ(reason_of(filter, task("literal",
+                                   {node("aten::sigmoid", {"%x"}, "s"), node("aten::mul.Scalar", {"%s", 4.0}, "y")})),
             "near-duplicate");
 
   ASSERT_TRUE(filter.add_reference(task("kb/tanh", {node("aten::tanh", {"%x"}, "y")})));
-  EXPECT_EQ(reason_of(filter, task("tanh", {node("aten::tanh", {"%x"}, "t"), node("aten::view", {"%t", {512}}, "y")})), "contaminated");
+  EXPECT_EQ(reason_of(filter, task("tanh", {node("aten::tanh", {"%x"}, "t"), node("aten::view", {"%t", {512}}, "y")})),
+            "contaminated");
 }
 
 TEST(Filter, RuntimeWindowAndUnjudgeableRecords) {
@@ -98,7 +114,8 @@ TEST(Filter, RuntimeWindowAndUnjudgeableRecords) {
 
 TEST(Filter, FlagsTinyOutputsThatVerificationStillJudges) {
   TaskFilter filter(fast_options());
-  // Below atol everywhere: allclose alone would pass zeros; the normalized error does not, so the task is kept, flagged.
+  // Below atol everywhere: allclose alone would pass zeros; the normalized error does not, so the task is kept,
+  // flagged.
   auto verdict = filter.judge(task("tiny", {node("aten::mul.Scalar", {"%x", 1e-4}, "y")}));
   ASSERT_TRUE(verdict) << verdict.error();
   EXPECT_FALSE(verdict->reason) << verdict->detail;
@@ -110,17 +127,20 @@ TEST(Filter, RejectsOutputsThatAreRoundingNoise) {
   TaskFilter filter(fast_options());
   // x * 1.0000001 - x: in float32 the product rounds to x or its neighbour, so the output is 0 or one ulp of x, not
   // the 1e-7 * x of exact arithmetic. Zeros and the mean fail it on the normalized error, as would a correct kernel.
-  auto noise = filter.judge(task("noise", {node("aten::mul.Scalar", {"%x", 1.0000001}, "m"), node("aten::sub.Tensor", {"%m", "%x"}, "y")}));
+  auto noise = filter.judge(
+      task("noise", {node("aten::mul.Scalar", {"%x", 1.0000001}, "m"), node("aten::sub.Tensor", {"%m", "%x"}, "y")}));
   ASSERT_TRUE(noise) << noise.error();
   ASSERT_TRUE(noise->reason);
   EXPECT_EQ(reason_name(*noise->reason), "noise-output") << noise->detail;
   EXPECT_EQ(noise->record["reject"]["reason"], "noise-output");
-  EXPECT_NE(noise->detail.find("the float64 run, rounded, fails verification at 0.5 of the tolerance"), std::string::npos)
+  EXPECT_NE(noise->detail.find("the float64 run, rounded, fails verification at 0.5 of the tolerance"),
+            std::string::npos)
       << noise->detail;
 
   // 1e-4 * x + 1e-4 * x * x is as small, but float32 computes it to a few ulps: kept, its rounding recorded.
-  auto legit = filter.judge(task("small", {node("aten::mul.Tensor", {"%x", "%x"}, "q"), node("aten::add.Tensor", {"%x", "%q"}, "s"),
-                                           node("aten::mul.Scalar", {"%s", 1e-4}, "y")}));
+  auto legit = filter.judge(
+      task("small", {node("aten::mul.Tensor", {"%x", "%x"}, "q"), node("aten::add.Tensor", {"%x", "%q"}, "s"),
+                     node("aten::mul.Scalar", {"%s", 1e-4}, "y")}));
   ASSERT_TRUE(legit) << legit.error();
   EXPECT_FALSE(legit->reason) << legit->detail;
   EXPECT_LT(legit->record["filter"]["rounding"].get<double>(), 1e-6);
@@ -129,7 +149,8 @@ TEST(Filter, RejectsOutputsThatAreRoundingNoise) {
   FilterOptions off = fast_options();
   off.rounding_share = 0;
   TaskFilter unchecked(off);
-  EXPECT_EQ(reason_of(unchecked, task("noise", {node("aten::mul.Scalar", {"%x", 1.0000001}, "m"), node("aten::sub.Tensor", {"%m", "%x"}, "y")})),
+  EXPECT_EQ(reason_of(unchecked, task("noise", {node("aten::mul.Scalar", {"%x", 1.0000001}, "m"),
+                                                node("aten::sub.Tensor", {"%m", "%x"}, "y")})),
             "kept");
 }
 

@@ -10,11 +10,14 @@ namespace {
 
 // Ops that only change a tensor's view, layout or dtype, or copy it.
 const std::set<std::string, std::less<>> k_dropped = {
-    "view",     "reshape",     "unsafe_view", "permute",   "transpose", "t",       "squeeze",    "unsqueeze",
-    "expand",   "expand_as",   "flatten",     "unflatten", "contiguous", "clone",  "alias",      "detach",
-    "lift_fresh_copy", "lift_fresh", "to", "to_copy", "type_as", "view_as", "reshape_as", "broadcast_to", "copy",
-    "view_copy", "permute_copy", "transpose_copy", "squeeze_copy", "unsqueeze_copy", "expand_copy", "alias_copy",
-    "reshape_alias", "numpy_T", "mT", "swapaxes", "swapdims", "movedim", "moveaxis"};
+    "view",        "reshape",         "unsafe_view",    "permute",      "transpose",
+    "t",           "squeeze",         "unsqueeze",      "expand",       "expand_as",
+    "flatten",     "unflatten",       "contiguous",     "clone",        "alias",
+    "detach",      "lift_fresh_copy", "lift_fresh",     "to",           "to_copy",
+    "type_as",     "view_as",         "reshape_as",     "broadcast_to", "copy",
+    "view_copy",   "permute_copy",    "transpose_copy", "squeeze_copy", "unsqueeze_copy",
+    "expand_copy", "alias_copy",      "reshape_alias",  "numpy_T",      "mT",
+    "swapaxes",    "swapdims",        "movedim",        "moveaxis"};
 
 const std::map<std::string, std::string, std::less<>> k_synonyms = {
     {"mm", "matmul"},
@@ -87,7 +90,8 @@ std::set<std::string> op_shingles(const std::vector<std::string>& ops) {
     shingles.insert(join_ops(framed));
     return shingles;
   }
-  for (size_t i = 0; i + 3 <= framed.size(); ++i) shingles.insert(framed[i] + " " + framed[i + 1] + " " + framed[i + 2]);
+  for (size_t i = 0; i + 3 <= framed.size(); ++i)
+    shingles.insert(framed[i] + " " + framed[i + 1] + " " + framed[i + 2]);
   return shingles;
 }
 

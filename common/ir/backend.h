@@ -1,4 +1,4 @@
-// The two backends candidates are built and run for (DESIGN §5).
+// The two backends candidates are built and run for (docs/ARCHITECTURE.md#contracts).
 #pragma once
 
 #include <optional>
@@ -8,7 +8,9 @@ namespace ca {
 
 enum class Backend { cpu, cuda };
 
-inline std::string_view backend_name(Backend backend) { return backend == Backend::cuda ? "cuda" : "cpu"; }
+inline std::string_view backend_name(Backend backend) {
+  return backend == Backend::cuda ? "cuda" : "cpu";
+}
 
 /// The backend named "cpu" or "cuda", or nullopt.
 inline std::optional<Backend> parse_backend(std::string_view name) {

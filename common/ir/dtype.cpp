@@ -35,7 +35,9 @@ constexpr std::array<std::pair<std::string_view, DType>, 7> k_aliases = {{
     {"boolean", DType::boolean},
 }};
 
-const DTypeInfo& info(DType dtype) { return k_dtypes[static_cast<size_t>(dtype)]; }
+const DTypeInfo& info(DType dtype) {
+  return k_dtypes[static_cast<size_t>(dtype)];
+}
 
 }  // namespace
 
@@ -49,7 +51,9 @@ std::optional<DType> parse_dtype(std::string_view name) {
   return std::nullopt;
 }
 
-std::string_view dtype_name(DType dtype) { return info(dtype).name; }
+std::string_view dtype_name(DType dtype) {
+  return info(dtype).name;
+}
 
 std::vector<std::string> dtype_names() {
   std::vector<std::string> names;
@@ -57,7 +61,9 @@ std::vector<std::string> dtype_names() {
   return names;
 }
 
-size_t dtype_size(DType dtype) { return info(dtype).size; }
+size_t dtype_size(DType dtype) {
+  return info(dtype).size;
+}
 
 bool is_floating(DType dtype) {
   return dtype == DType::float32 || dtype == DType::float64 || dtype == DType::float16 || dtype == DType::bfloat16;

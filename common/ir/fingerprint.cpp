@@ -40,13 +40,23 @@ void write_ref(std::string& out, const Ref& ref, const NameMap& names) {
 // D float, S string, R reference, [..] list, {..} object with sorted keys.
 void write_value(std::string& out, const Json& value, const NameMap& names) {
   switch (value.type()) {
-    case Json::value_t::null: out += 'N'; return;
-    case Json::value_t::boolean: out += value.get<bool>() ? "BT" : "BF"; return;
+    case Json::value_t::null:
+      out += 'N';
+      return;
+    case Json::value_t::boolean:
+      out += value.get<bool>() ? "BT" : "BF";
+      return;
     // Signed and unsigned are one kind: JSON parsing picks unsigned for
     // non-negative numbers, C++ code builds signed ones.
-    case Json::value_t::number_integer: out += "I" + std::to_string(value.get<int64_t>()); return;
-    case Json::value_t::number_unsigned: out += "I" + std::to_string(value.get<uint64_t>()); return;
-    case Json::value_t::number_float: out += "D" + format_double(value.get<double>()); return;
+    case Json::value_t::number_integer:
+      out += "I" + std::to_string(value.get<int64_t>());
+      return;
+    case Json::value_t::number_unsigned:
+      out += "I" + std::to_string(value.get<uint64_t>());
+      return;
+    case Json::value_t::number_float:
+      out += "D" + format_double(value.get<double>());
+      return;
     case Json::value_t::string: {
       if (auto ref = parse_ref(value)) {
         write_ref(out, *ref, names);
@@ -80,24 +90,36 @@ void write_value(std::string& out, const Json& value, const NameMap& names) {
       return;
     }
     case Json::value_t::binary:
-    case Json::value_t::discarded: out += '?'; return;
+    case Json::value_t::discarded:
+      out += '?';
+      return;
   }
 }
 
 std::string_view dist_name(Dist dist) {
   switch (dist) {
-    case Dist::rand: return "rand";
-    case Dist::randn: return "randn";
-    case Dist::uniform: return "uniform";
-    case Dist::normal: return "normal";
-    case Dist::kaiming_uniform: return "kaiming_uniform";
-    case Dist::ones: return "ones";
-    case Dist::zeros: return "zeros";
-    case Dist::randint: return "randint";
-    case Dist::constant: return "constant";
+    case Dist::rand:
+      return "rand";
+    case Dist::randn:
+      return "randn";
+    case Dist::uniform:
+      return "uniform";
+    case Dist::normal:
+      return "normal";
+    case Dist::kaiming_uniform:
+      return "kaiming_uniform";
+    case Dist::ones:
+      return "ones";
+    case Dist::zeros:
+      return "zeros";
+    case Dist::randint:
+      return "randint";
+    case Dist::constant:
+      return "constant";
     // Neither path nor key: weights are data, like the values a seed draws, so
     // moving or renaming the file keeps the fingerprint.
-    case Dist::file: return "file";
+    case Dist::file:
+      return "file";
   }
   return "?";
 }
@@ -108,9 +130,12 @@ int dist_params(Dist dist) {
   switch (dist) {
     case Dist::uniform:
     case Dist::normal:
-    case Dist::randint: return 2;
-    case Dist::constant: return 1;
-    default: return 0;
+    case Dist::randint:
+      return 2;
+    case Dist::constant:
+      return 1;
+    default:
+      return 0;
   }
 }
 
@@ -171,6 +196,8 @@ std::string canonical_text(const Program& program) {
   return out;
 }
 
-std::string fingerprint(const Program& program) { return "sha256:" + sha256_hex(canonical_text(program)); }
+std::string fingerprint(const Program& program) {
+  return "sha256:" + sha256_hex(canonical_text(program));
+}
 
 }  // namespace ca

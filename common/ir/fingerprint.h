@@ -1,5 +1,5 @@
 // Canonical fingerprints of task programs, for dedup and contamination checks
-// (DESIGN §4): equal for programs that differ only in names or key order.
+// (docs/IR.md): equal for programs that differ only in names or key order.
 #pragma once
 
 #include <string>

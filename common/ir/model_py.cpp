@@ -20,27 +20,97 @@ constexpr std::string_view k_python_keywords[] = {
     "or",    "pass",     "raise", "return", "try",  "while",  "with",   "yield"};
 
 // Names the rendered file itself uses inside functions.
-constexpr std::string_view k_file_names[] = {"torch", "safetensors", "self", "Model", "super", "float", "get_inputs", "get_init_inputs"};
+constexpr std::string_view k_file_names[] = {"torch", "safetensors", "self",       "Model",
+                                             "super", "float",       "get_inputs", "get_init_inputs"};
 
 // dir(torch.nn.Module()) without dunders (torch 2.x): a param with one of these
 // names would replace a method or make register_parameter fail.
-constexpr std::string_view k_module_attributes[] = {
-    "T_destination", "_apply", "_backward_hooks", "_backward_pre_hooks", "_buffers", "_call_impl",
-    "_compiled_call_impl", "_forward_hooks", "_forward_hooks_always_called", "_forward_hooks_with_kwargs",
-    "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_get_backward_hooks", "_get_backward_pre_hooks",
-    "_get_name", "_is_full_backward_hook", "_load_from_state_dict", "_load_state_dict_post_hooks",
-    "_load_state_dict_pre_hooks", "_maybe_warn_non_full_backward_hook", "_modules", "_named_members",
-    "_non_persistent_buffers_set", "_parameters", "_register_load_state_dict_pre_hook", "_register_state_dict_hook",
-    "_replicate_for_data_parallel", "_save_to_state_dict", "_slow_forward", "_state_dict_hooks",
-    "_state_dict_pre_hooks", "_version", "_wrapped_call_impl", "add_module", "apply", "bfloat16", "buffers",
-    "call_super_init", "children", "compile", "cpu", "cuda", "double", "dump_patches", "eval", "extra_repr", "float",
-    "forward", "get_buffer", "get_extra_state", "get_parameter", "get_submodule", "half", "ipu", "load_state_dict",
-    "modules", "mtia", "named_buffers", "named_children", "named_modules", "named_parameters", "parameters",
-    "register_backward_hook", "register_buffer", "register_forward_hook", "register_forward_pre_hook",
-    "register_full_backward_hook", "register_full_backward_pre_hook", "register_load_state_dict_post_hook",
-    "register_load_state_dict_pre_hook", "register_module", "register_parameter", "register_state_dict_post_hook",
-    "register_state_dict_pre_hook", "requires_grad_", "set_extra_state", "set_submodule", "share_memory",
-    "state_dict", "to", "to_empty", "train", "training", "type", "xpu", "zero_grad"};
+constexpr std::string_view k_module_attributes[] = {"T_destination",
+                                                    "_apply",
+                                                    "_backward_hooks",
+                                                    "_backward_pre_hooks",
+                                                    "_buffers",
+                                                    "_call_impl",
+                                                    "_compiled_call_impl",
+                                                    "_forward_hooks",
+                                                    "_forward_hooks_always_called",
+                                                    "_forward_hooks_with_kwargs",
+                                                    "_forward_pre_hooks",
+                                                    "_forward_pre_hooks_with_kwargs",
+                                                    "_get_backward_hooks",
+                                                    "_get_backward_pre_hooks",
+                                                    "_get_name",
+                                                    "_is_full_backward_hook",
+                                                    "_load_from_state_dict",
+                                                    "_load_state_dict_post_hooks",
+                                                    "_load_state_dict_pre_hooks",
+                                                    "_maybe_warn_non_full_backward_hook",
+                                                    "_modules",
+                                                    "_named_members",
+                                                    "_non_persistent_buffers_set",
+                                                    "_parameters",
+                                                    "_register_load_state_dict_pre_hook",
+                                                    "_register_state_dict_hook",
+                                                    "_replicate_for_data_parallel",
+                                                    "_save_to_state_dict",
+                                                    "_slow_forward",
+                                                    "_state_dict_hooks",
+                                                    "_state_dict_pre_hooks",
+                                                    "_version",
+                                                    "_wrapped_call_impl",
+                                                    "add_module",
+                                                    "apply",
+                                                    "bfloat16",
+                                                    "buffers",
+                                                    "call_super_init",
+                                                    "children",
+                                                    "compile",
+                                                    "cpu",
+                                                    "cuda",
+                                                    "double",
+                                                    "dump_patches",
+                                                    "eval",
+                                                    "extra_repr",
+                                                    "float",
+                                                    "forward",
+                                                    "get_buffer",
+                                                    "get_extra_state",
+                                                    "get_parameter",
+                                                    "get_submodule",
+                                                    "half",
+                                                    "ipu",
+                                                    "load_state_dict",
+                                                    "modules",
+                                                    "mtia",
+                                                    "named_buffers",
+                                                    "named_children",
+                                                    "named_modules",
+                                                    "named_parameters",
+                                                    "parameters",
+                                                    "register_backward_hook",
+                                                    "register_buffer",
+                                                    "register_forward_hook",
+                                                    "register_forward_pre_hook",
+                                                    "register_full_backward_hook",
+                                                    "register_full_backward_pre_hook",
+                                                    "register_load_state_dict_post_hook",
+                                                    "register_load_state_dict_pre_hook",
+                                                    "register_module",
+                                                    "register_parameter",
+                                                    "register_state_dict_post_hook",
+                                                    "register_state_dict_pre_hook",
+                                                    "requires_grad_",
+                                                    "set_extra_state",
+                                                    "set_submodule",
+                                                    "share_memory",
+                                                    "state_dict",
+                                                    "to",
+                                                    "to_empty",
+                                                    "train",
+                                                    "training",
+                                                    "type",
+                                                    "xpu",
+                                                    "zero_grad"};
 
 // torch attributes that the IR spells as strings (MemoryFormat and Layout).
 constexpr std::string_view k_torch_constants[] = {"contiguous_format", "channels_last", "channels_last_3d",
@@ -53,13 +123,18 @@ bool contains(const std::string_view (&list)[N], std::string_view name) {
 
 bool is_python_name(std::string_view name) {
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
-  bool word_chars = std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  bool word_chars = std::all_of(name.begin(), name.end(),
+                                [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
   return word_chars && !contains(k_python_keywords, name);
 }
 
-bool is_dunder(std::string_view name) { return name.size() > 4 && name.starts_with("__") && name.ends_with("__"); }
+bool is_dunder(std::string_view name) {
+  return name.size() > 4 && name.starts_with("__") && name.ends_with("__");
+}
 
-bool shadows_local(std::string_view name) { return contains(k_python_keywords, name) || contains(k_file_names, name); }
+bool shadows_local(std::string_view name) {
+  return contains(k_python_keywords, name) || contains(k_file_names, name);
+}
 
 bool shadows_attribute(std::string_view name) {
   return contains(k_python_keywords, name) || contains(k_module_attributes, name) || is_dunder(name);
@@ -126,11 +201,21 @@ std::string py_string(std::string_view text) {
   for (char c : text) {
     auto byte = static_cast<unsigned char>(c);
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (byte < 0x20 || byte == 0x7f) {
           char hex[8];
@@ -159,12 +244,18 @@ std::string py_string_arg(const std::string& text, const PyNames& names) {
 
 std::string py_value(const Json& value, const PyNames& names) {
   switch (value.type()) {
-    case Json::value_t::null: return "None";
-    case Json::value_t::boolean: return value.get<bool>() ? "True" : "False";
-    case Json::value_t::number_integer: return std::to_string(value.get<int64_t>());
-    case Json::value_t::number_unsigned: return std::to_string(value.get<uint64_t>());
-    case Json::value_t::number_float: return py_float(value.get<double>());
-    case Json::value_t::string: return py_string_arg(value.get_ref<const std::string&>(), names);
+    case Json::value_t::null:
+      return "None";
+    case Json::value_t::boolean:
+      return value.get<bool>() ? "True" : "False";
+    case Json::value_t::number_integer:
+      return std::to_string(value.get<int64_t>());
+    case Json::value_t::number_unsigned:
+      return std::to_string(value.get<uint64_t>());
+    case Json::value_t::number_float:
+      return py_float(value.get<double>());
+    case Json::value_t::string:
+      return py_string_arg(value.get_ref<const std::string&>(), names);
     case Json::value_t::array: {
       std::string out = "[";
       for (size_t i = 0; i < value.size(); ++i) out += (i > 0 ? ", " : "") + py_value(value[i], names);
@@ -178,7 +269,8 @@ std::string py_value(const Json& value, const PyNames& names) {
       return out + "}";
     }
     case Json::value_t::binary:
-    case Json::value_t::discarded: return "None";
+    case Json::value_t::discarded:
+      return "None";
   }
   return "None";
 }
@@ -197,17 +289,23 @@ std::string init_expr(const TensorSpec& spec) {
   const std::string empty = "torch.empty(" + shape + ", " + dtype + ")";
   const Init& init = spec.init;
   switch (init.dist) {
-    case Dist::rand: return "torch.rand(" + shape + ", " + dtype + ")";
-    case Dist::randn: return "torch.randn(" + shape + ", " + dtype + ")";
-    case Dist::uniform: return empty + ".uniform_(" + py_float(init.a) + ", " + py_float(init.b) + ")";
-    case Dist::normal: return empty + ".normal_(" + py_float(init.a) + ", " + py_float(init.b) + ")";
+    case Dist::rand:
+      return "torch.rand(" + shape + ", " + dtype + ")";
+    case Dist::randn:
+      return "torch.randn(" + shape + ", " + dtype + ")";
+    case Dist::uniform:
+      return empty + ".uniform_(" + py_float(init.a) + ", " + py_float(init.b) + ")";
+    case Dist::normal:
+      return empty + ".normal_(" + py_float(init.a) + ", " + py_float(init.b) + ")";
     case Dist::kaiming_uniform: {
       // 9 significant digits round-trip the float32 bound.
       std::string bound = py_float(kaiming_bound(spec), 9);
       return empty + ".uniform_(-" + bound + ", " + bound + ")";
     }
-    case Dist::ones: return "torch.ones(" + shape + ", " + dtype + ")";
-    case Dist::zeros: return "torch.zeros(" + shape + ", " + dtype + ")";
+    case Dist::ones:
+      return "torch.ones(" + shape + ", " + dtype + ")";
+    case Dist::zeros:
+      return "torch.zeros(" + shape + ", " + dtype + ")";
     case Dist::randint: {
       // Integer tensors draw from [ceil(lo), ceil(hi)); floating ones floor a uniform draw.
       auto low = int64_t(is_floating(spec.dtype) ? std::floor(init.a) : std::ceil(init.a));
@@ -220,7 +318,8 @@ std::string init_expr(const TensorSpec& spec) {
       return "torch.full(" + shape + ", " + value + ", " + dtype + ")";
     }
     // The same values as the harness: the file holds them.
-    case Dist::file: return "safetensors.torch.load_file(" + py_string(init.path) + ")[" + py_string(init.key) + "]";
+    case Dist::file:
+      return "safetensors.torch.load_file(" + py_string(init.path) + ")[" + py_string(init.key) + "]";
   }
   return empty;
 }
@@ -235,7 +334,8 @@ std::string py_call(const Node& node, const PyNames& names) {
   auto colons = node.op.find("::");
   std::string ns = colons == std::string::npos ? "aten" : node.op.substr(0, colons);
   std::string name = colons == std::string::npos ? node.op : node.op.substr(colons + 2);
-  std::string callee = py_attribute(py_attribute(py_attribute("torch.ops", ns), name), node.overload.empty() ? "default" : node.overload);
+  std::string callee = py_attribute(py_attribute(py_attribute("torch.ops", ns), name),
+                                    node.overload.empty() ? "default" : node.overload);
 
   std::vector<std::string> args;
   for (const auto& arg : node.args) args.push_back(py_value(arg, names));
@@ -256,7 +356,9 @@ std::string py_call(const Node& node, const PyNames& names) {
 }
 
 // "xs[1]" as an output name reads one element of a list-valued result.
-std::string py_output(const std::string& name, const PyNames& names) { return py_string_arg("%" + name, names); }
+std::string py_output(const std::string& name, const PyNames& names) {
+  return py_string_arg("%" + name, names);
+}
 
 std::string header(std::string_view title) {
   std::string out;
@@ -282,7 +384,8 @@ std::string render_model_py(const Program& program, std::string_view title) {
   PyNames names(program);
   std::string out = header(title);
   bool reads_files = !param_files(program).empty();
-  out += std::string(reads_files ? "import safetensors.torch\n" : "") + "import torch\n\n\nclass Model(torch.nn.Module):\n";
+  out += std::string(reads_files ? "import safetensors.torch\n" : "") +
+         "import torch\n\n\nclass Model(torch.nn.Module):\n";
   out += "    def __init__(self):\n        super().__init__()\n";
   for (const auto& spec : program.params) {
     const std::string& id = names.id(spec.name);

@@ -1,5 +1,5 @@
 // Renders a task program as the KernelBench-style model.py that the agent
-// reads (DESIGN §4).
+// reads (docs/IR.md).
 //
 // Arguments render as Python literals: null -> None, true -> True, integers as
 // integers, floats always with a '.' or exponent (inf/nan as float('inf') /

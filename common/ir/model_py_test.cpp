@@ -32,8 +32,8 @@ std::string line_with(const std::string& text, std::string_view needle) {
 
 // A program around one node on a float32 [2, 3] input "x".
 std::string render_node(std::string_view node_json, std::string_view outputs = R"(["y"])") {
-  std::string text = R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [2, 3]}], "nodes": [)" + std::string(node_json) +
-                     R"(], "outputs": )" + std::string(outputs) + "}";
+  std::string text = R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [2, 3]}], "nodes": [)" +
+                     std::string(node_json) + R"(], "outputs": )" + std::string(outputs) + "}";
   return render_model_py(parse(text), "t");
 }
 
@@ -88,8 +88,9 @@ TEST(ModelPyTest, RendersKwargsAndLiterals) {
   std::string text = render_node(
       R"({"op": "aten::sum.dim_IntList", "args": ["%x", [1]],
           "kwargs": {"keepdim": true, "dtype": null, "from": 2.0, "note": "%%a \"b\"\n"}, "out": ["y"]})");
-  EXPECT_EQ(line_with(text, "aten.sum"),
-            R"(y = torch.ops.aten.sum.dim_IntList(x, [1], keepdim=True, dtype=None, note="%a \"b\"\n", **{"from": 2.0}))");
+  EXPECT_EQ(
+      line_with(text, "aten.sum"),
+      R"(y = torch.ops.aten.sum.dim_IntList(x, [1], keepdim=True, dtype=None, note="%a \"b\"\n", **{"from": 2.0}))");
 }
 
 TEST(ModelPyTest, RendersFloatsWithDecimalPointAndSpecialValues) {
@@ -115,8 +116,9 @@ TEST(ModelPyTest, RendersDtypeAndMemoryFormatLiteralsAsTorchAttributes) {
       R"({"op": "aten::to.dtype", "args": ["%x", "bfloat16"],
           "kwargs": {"memory_format": "channels_last", "other": "float", "escaped": "%%float32"}, "out": ["y"]})");
   // Only canonical names are dtypes; an alias or an escaped string stays a string.
-  EXPECT_EQ(line_with(text, "aten.to"),
-            R"(y = torch.ops.aten.to.dtype(x, torch.bfloat16, memory_format=torch.channels_last, other="float", escaped="%float32"))");
+  EXPECT_EQ(
+      line_with(text, "aten.to"),
+      R"(y = torch.ops.aten.to.dtype(x, torch.bfloat16, memory_format=torch.channels_last, other="float", escaped="%float32"))");
 }
 
 TEST(ModelPyTest, RenamesKeywordAndShadowingNames) {
@@ -131,8 +133,10 @@ TEST(ModelPyTest, RenamesKeywordAndShadowingNames) {
   std::string text = render_model_py(program, "t");
   // "lambda_" is taken by another value, so "lambda" becomes "lambda__".
   EXPECT_EQ(line_with(text, "def forward"), "def forward(self, lambda__, torch_, lambda_):");
-  EXPECT_EQ(line_with(text, "self.training_ ="), "self.training_ = torch.nn.Parameter(torch.ones((2,), dtype=torch.float32))");
-  EXPECT_EQ(line_with(text, "register_buffer"), R"(self.register_buffer("self", torch.full((), 3, dtype=torch.int32)))");
+  EXPECT_EQ(line_with(text, "self.training_ ="),
+            "self.training_ = torch.nn.Parameter(torch.ones((2,), dtype=torch.float32))");
+  EXPECT_EQ(line_with(text, "register_buffer"),
+            R"(self.register_buffer("self", torch.full((), 3, dtype=torch.int32)))");
   EXPECT_EQ(line_with(text, "aten.add"), "None_ = torch.ops.aten.add.Tensor(lambda__, self.training_)");
   EXPECT_EQ(line_with(text, "aten.mul"), "float_ = torch.ops.aten.mul.Tensor(None_, self.self)");
   EXPECT_EQ(line_with(text, "return float_"), "return float_, torch_");

@@ -38,6 +38,8 @@ CA_HOST_DEVICE inline Philox4 philox4x32_10(uint64_t counter_lo, uint64_t counte
 }
 
 /// A uniform float in [0, 1) with 24 random bits: exact in float32 everywhere.
-CA_HOST_DEVICE inline float uniform_from_bits(uint32_t bits) { return float(bits >> 8) * (1.0f / 16777216.0f); }
+CA_HOST_DEVICE inline float uniform_from_bits(uint32_t bits) {
+  return float(bits >> 8) * (1.0f / 16777216.0f);
+}
 
 }  // namespace ca

@@ -78,8 +78,10 @@ std::expected<Init, std::string> parse_init(const Json& json, std::string_view p
       return init;
     }
     Json list = numbers == nullptr ? Json() : (numbers->is_array() ? *numbers : Json::array({*numbers}));
-    if (!list.is_array() || list.size() != size_t(d.params) || !std::all_of(list.begin(), list.end(), [](const Json& v) { return v.is_number(); })) {
-      return Error(std::string(path) + ": '" + name + "' needs " + std::to_string(d.params) + " number(s), as {\"" + name + "\": [...]}");
+    if (!list.is_array() || list.size() != size_t(d.params) ||
+        !std::all_of(list.begin(), list.end(), [](const Json& v) { return v.is_number(); })) {
+      return Error(std::string(path) + ": '" + name + "' needs " + std::to_string(d.params) + " number(s), as {\"" +
+                   name + "\": [...]}");
     }
     init.a = list[0].get<double>();
     if (d.params == 2) init.b = list[1].get<double>();
@@ -113,7 +115,8 @@ std::expected<TensorSpec, std::string> parse_tensor(const Json& json, std::strin
   auto shape = int_list_field(json, "shape", path);
   if (!shape) return Error(shape.error());
   for (size_t i = 0; i < shape->size(); ++i) {
-    if ((*shape)[i] < 0) return Error(index_path(field_path(path, "shape"), i) + ": negative size " + std::to_string((*shape)[i]));
+    if ((*shape)[i] < 0)
+      return Error(index_path(field_path(path, "shape"), i) + ": negative size " + std::to_string((*shape)[i]));
   }
   spec.shape = *shape;
 
@@ -127,8 +130,9 @@ std::expected<TensorSpec, std::string> parse_tensor(const Json& json, std::strin
     if (!init) return Error(init.error());
     spec.init = *init;
   }
-  bool draws_floats = spec.init.dist == Dist::rand || spec.init.dist == Dist::randn || spec.init.dist == Dist::uniform ||
-                      spec.init.dist == Dist::normal || spec.init.dist == Dist::kaiming_uniform;
+  bool draws_floats = spec.init.dist == Dist::rand || spec.init.dist == Dist::randn ||
+                      spec.init.dist == Dist::uniform || spec.init.dist == Dist::normal ||
+                      spec.init.dist == Dist::kaiming_uniform;
   if (draws_floats && !is_floating(spec.dtype)) {
     return Error(field_path(path, "init") + ": a " + std::string(dtype_name(spec.dtype)) +
                  " tensor takes 'randint', 'ones', 'zeros' or 'constant'");
@@ -140,7 +144,8 @@ std::expected<TensorSpec, std::string> parse_tensor(const Json& json, std::strin
 }
 
 // Checks that every reference in `arg` (lists included) is defined.
-std::expected<void, std::string> check_refs(const Json& arg, std::string_view path, const std::set<std::string>& defined) {
+std::expected<void, std::string> check_refs(const Json& arg, std::string_view path,
+                                            const std::set<std::string>& defined) {
   if (arg.is_array()) {
     for (size_t i = 0; i < arg.size(); ++i) {
       auto ok = check_refs(arg[i], index_path(path, i), defined);
@@ -152,8 +157,8 @@ std::expected<void, std::string> check_refs(const Json& arg, std::string_view pa
   if (!ref) return {};
   if (!defined.contains(ref->name)) {
     std::vector<std::string> names(defined.begin(), defined.end());
-    return Error(std::string(path) + ": dangling reference '%" + ref->name + "': no input, param or earlier output has that name" +
-                 did_you_mean(ref->name, names));
+    return Error(std::string(path) + ": dangling reference '%" + ref->name +
+                 "': no input, param or earlier output has that name" + did_you_mean(ref->name, names));
   }
   return {};
 }
@@ -163,7 +168,8 @@ std::expected<Node, std::string> parse_node(const Json& json, std::string_view p
   Node node;
   auto op = string_field(json, "op", path);
   if (!op) return Error(op.error());
-  if (op->find("::") == std::string::npos) return Error(field_path(path, "op") + ": '" + *op + "' needs a namespace, as in 'aten::" + *op + "'");
+  if (op->find("::") == std::string::npos)
+    return Error(field_path(path, "op") + ": '" + *op + "' needs a namespace, as in 'aten::" + *op + "'");
   std::tie(node.op, node.overload) = split_op_name(*op);
 
   if (auto it = json.find("args"); it != json.end()) {
@@ -194,7 +200,8 @@ std::expected<Node, std::string> parse_node(const Json& json, std::string_view p
   return node;
 }
 
-std::expected<std::vector<TensorSpec>, std::string> parse_tensors(const Json& json, std::string_view key, std::string_view path,
+std::expected<std::vector<TensorSpec>, std::string> parse_tensors(const Json& json, std::string_view key,
+                                                                  std::string_view path,
                                                                   std::set<std::string>& defined) {
   std::vector<TensorSpec> specs;
   auto it = json.find(std::string(key));
@@ -204,7 +211,8 @@ std::expected<std::vector<TensorSpec>, std::string> parse_tensors(const Json& js
   for (size_t i = 0; i < it->size(); ++i) {
     auto spec = parse_tensor((*it)[i], index_path(list_path, i), key == "params");
     if (!spec) return Error(spec.error());
-    if (!defined.insert(spec->name).second) return Error(index_path(list_path, i) + ".name: '" + spec->name + "' is already defined");
+    if (!defined.insert(spec->name).second)
+      return Error(index_path(list_path, i) + ".name: '" + spec->name + "' is already defined");
     specs.push_back(std::move(*spec));
   }
   return specs;
@@ -218,7 +226,9 @@ int64_t TensorSpec::numel() const {
   return n;
 }
 
-std::string Node::qualified_name() const { return overload.empty() ? op : op + "." + overload; }
+std::string Node::qualified_name() const {
+  return overload.empty() ? op : op + "." + overload;
+}
 
 std::pair<std::string, std::string> split_op_name(std::string_view qualified) {
   auto dot = qualified.find('.', qualified.find("::") == std::string_view::npos ? 0 : qualified.find("::") + 2);
@@ -268,7 +278,8 @@ std::expected<Program, std::string> parse_program(const Json& json, std::string_
   auto outputs = require_field(json, "outputs", path);
   if (!outputs) return Error(outputs.error());
   auto outputs_path = field_path(path, "outputs");
-  if (!(*outputs)->is_array() || (*outputs)->empty()) return Error(outputs_path + ": expected a non-empty list of names");
+  if (!(*outputs)->is_array() || (*outputs)->empty())
+    return Error(outputs_path + ": expected a non-empty list of names");
   for (size_t i = 0; i < (*outputs)->size(); ++i) {
     auto name = as_string((**outputs)[i], index_path(outputs_path, i));
     if (!name) return Error(name.error());
@@ -297,7 +308,8 @@ namespace {
 Json tensors_to_json(const std::vector<TensorSpec>& specs) {
   Json list = Json::array();
   for (const auto& spec : specs) {
-    list.push_back({{"name", spec.name}, {"dtype", dtype_name(spec.dtype)}, {"shape", spec.shape}, {"init", to_json(spec.init)}});
+    list.push_back(
+        {{"name", spec.name}, {"dtype", dtype_name(spec.dtype)}, {"shape", spec.shape}, {"init", to_json(spec.init)}});
   }
   return list;
 }

@@ -1,4 +1,4 @@
-// The task IR (DESIGN §4): a dataflow program over LibTorch's aten:: operators. This file
+// The task IR (docs/IR.md): a dataflow program over LibTorch's aten:: operators. This file
 // parses and checks its structure; checking ops against their schemas needs
 // LibTorch and lives in the LibTorch layer (the interpreter).
 #pragma once
@@ -17,8 +17,8 @@ namespace ca {
 
 struct Init {
   Dist dist = Dist::randn;
-  double a = 0;  // uniform/randint: low; normal: mean; constant: value
-  double b = 1;  // uniform/randint: high; normal: std
+  double a = 0;        // uniform/randint: low; normal: mean; constant: value
+  double b = 1;        // uniform/randint: high; normal: std
   std::string path{};  // file: a safetensors file, relative to the current directory
   std::string key{};   // file: the tensor's name in it
 };

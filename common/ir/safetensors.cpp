@@ -54,8 +54,8 @@ struct Header {
   uint64_t data_start = 0;
 };
 
-std::expected<SafetensorsEntry, std::string> parse_entry(const std::string& key, const Json& json, const std::string& where,
-                                                         uint64_t data_size) {
+std::expected<SafetensorsEntry, std::string> parse_entry(const std::string& key, const Json& json,
+                                                         const std::string& where, uint64_t data_size) {
   if (!json.is_object()) return Error(where + ": expected an object");
   auto dtype = json.find("dtype");
   auto shape = json.find("shape");
@@ -81,8 +81,8 @@ std::expected<SafetensorsEntry, std::string> parse_entry(const std::string& key,
   entry.begin = (*offsets)[0].get<uint64_t>();
   entry.end = (*offsets)[1].get<uint64_t>();
   if (entry.begin > entry.end || entry.end - entry.begin != numel * dtype_size(entry.dtype)) {
-    return Error(where + ".data_offsets: " + std::to_string(entry.end - entry.begin) + " bytes do not hold " + name + " " +
-                 shape_text(entry.shape));
+    return Error(where + ".data_offsets: " + std::to_string(entry.end - entry.begin) + " bytes do not hold " + name +
+                 " " + shape_text(entry.shape));
   }
   if (entry.end > data_size) return Error(where + ".data_offsets: past the end of the file");
   return entry;
@@ -90,7 +90,8 @@ std::expected<SafetensorsEntry, std::string> parse_entry(const std::string& key,
 
 std::expected<Header, std::string> read_header(FILE* file, const std::string& path) {
   std::array<unsigned char, 8> length_bytes{};
-  if (std::fread(length_bytes.data(), 1, 8, file) != 8) return Error(path + ": not a safetensors file (shorter than 8 bytes)");
+  if (std::fread(length_bytes.data(), 1, 8, file) != 8)
+    return Error(path + ": not a safetensors file (shorter than 8 bytes)");
   uint64_t length = 0;
   for (int i = 7; i >= 0; --i) length = (length << 8) | length_bytes[size_t(i)];
   if (std::fseek(file, 0, SEEK_END) != 0) return Error(path + ": cannot seek");
@@ -132,8 +133,9 @@ std::expected<std::vector<SafetensorsEntry>, std::string> read_safetensors_heade
   return std::move(header->entries);
 }
 
-std::expected<std::vector<uint8_t>, std::string> read_safetensors_tensor(const std::string& path, const std::string& key,
-                                                                         DType dtype, const std::vector<int64_t>& shape) {
+std::expected<std::vector<uint8_t>, std::string> read_safetensors_tensor(const std::string& path,
+                                                                         const std::string& key, DType dtype,
+                                                                         const std::vector<int64_t>& shape) {
   auto file = open(path);
   if (!file) return Error(file.error());
   auto header = read_header(file->get(), path);
@@ -145,8 +147,8 @@ std::expected<std::vector<uint8_t>, std::string> read_safetensors_tensor(const s
     return Error(path + ": no tensor '" + key + "'" + did_you_mean(key, keys));
   }
   if (it->dtype != dtype || it->shape != shape) {
-    return Error(path + ": tensor '" + key + "' is " + std::string(dtype_name(it->dtype)) + " " + shape_text(it->shape) +
-                 ", the spec says " + std::string(dtype_name(dtype)) + " " + shape_text(shape));
+    return Error(path + ": tensor '" + key + "' is " + std::string(dtype_name(it->dtype)) + " " +
+                 shape_text(it->shape) + ", the spec says " + std::string(dtype_name(dtype)) + " " + shape_text(shape));
   }
   std::vector<uint8_t> bytes(it->end - it->begin);
   if (fseeko(file->get(), off_t(header->data_start + it->begin), SEEK_SET) != 0 ||
@@ -156,11 +158,14 @@ std::expected<std::vector<uint8_t>, std::string> read_safetensors_tensor(const s
   return bytes;
 }
 
-std::expected<void, std::string> write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors) {
+std::expected<void, std::string> write_safetensors(const std::string& path,
+                                                   const std::vector<SafetensorsTensor>& tensors) {
   Json header = Json::object();
   uint64_t offset = 0;
   for (const auto& tensor : tensors) {
-    header[tensor.key] = {{"dtype", safetensors_dtype_name(tensor.dtype)}, {"shape", tensor.shape}, {"data_offsets", {offset, offset + tensor.bytes.size()}}};
+    header[tensor.key] = {{"dtype", safetensors_dtype_name(tensor.dtype)},
+                          {"shape", tensor.shape},
+                          {"data_offsets", {offset, offset + tensor.bytes.size()}}};
     offset += tensor.bytes.size();
   }
   std::string text = header.dump();
@@ -170,7 +175,8 @@ std::expected<void, std::string> write_safetensors(const std::string& path, cons
   for (size_t i = 0; i < 8; ++i) length[i] = static_cast<unsigned char>(uint64_t(text.size()) >> (8 * i));
   auto file = AtomicFile::create(path);
   if (!file) return Error(file.error());
-  bool ok = std::fwrite(length.data(), 1, 8, file->stream()) == 8 && std::fwrite(text.data(), 1, text.size(), file->stream()) == text.size();
+  bool ok = std::fwrite(length.data(), 1, 8, file->stream()) == 8 &&
+            std::fwrite(text.data(), 1, text.size(), file->stream()) == text.size();
   for (const auto& tensor : tensors) {
     ok = ok && std::fwrite(tensor.bytes.data(), 1, tensor.bytes.size(), file->stream()) == tensor.bytes.size();
   }

@@ -29,8 +29,9 @@ std::expected<std::vector<SafetensorsEntry>, std::string> read_safetensors_heade
 
 /// The bytes of tensor `key`, which must have `dtype` and `shape`; the error
 /// names the file and the key.
-std::expected<std::vector<uint8_t>, std::string> read_safetensors_tensor(const std::string& path, const std::string& key,
-                                                                         DType dtype, const std::vector<int64_t>& shape);
+std::expected<std::vector<uint8_t>, std::string> read_safetensors_tensor(const std::string& path,
+                                                                         const std::string& key, DType dtype,
+                                                                         const std::vector<int64_t>& shape);
 
 struct SafetensorsTensor {
   std::string key;
@@ -40,7 +41,8 @@ struct SafetensorsTensor {
 };
 
 /// Writes `tensors` in order, atomically (util/atomic_file.h).
-std::expected<void, std::string> write_safetensors(const std::string& path, const std::vector<SafetensorsTensor>& tensors);
+std::expected<void, std::string> write_safetensors(const std::string& path,
+                                                   const std::vector<SafetensorsTensor>& tensors);
 
 /// The format's dtype names ("F32", "BF16", "BOOL", ...).
 std::string_view safetensors_dtype_name(DType dtype);

@@ -32,16 +32,19 @@ class SafetensorsTest : public testing::Test {
   void write_weights() {
     const float w[6] = {0, 1, 2, 3, 4, 5};
     const int64_t steps = 7;
-    ASSERT_TRUE(write_safetensors(m_path, {{"conv.weight", DType::float32, {2, 3}, {reinterpret_cast<const uint8_t*>(w), sizeof w}},
-                                           {"steps", DType::int64, {}, {reinterpret_cast<const uint8_t*>(&steps), sizeof steps}}}));
+    ASSERT_TRUE(write_safetensors(
+        m_path, {{"conv.weight", DType::float32, {2, 3}, {reinterpret_cast<const uint8_t*>(w), sizeof w}},
+                 {"steps", DType::int64, {}, {reinterpret_cast<const uint8_t*>(&steps), sizeof steps}}}));
   }
 
   void write_raw(std::string_view bytes) { std::ofstream(m_path, std::ios::binary) << bytes; }
 
   Program file_program(const std::string& path, const std::string& key, std::string_view shape = "[2, 3]") {
     Json json = Json::parse(R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [2, 3]}],
-      "params": [{"name": "w", "dtype": "float32", "shape": )" + std::string(shape) + R"(,
-                  "init": {"file": {"path": ")" + path + R"(", "key": ")" + key + R"("}}}],
+      "params": [{"name": "w", "dtype": "float32", "shape": )" +
+                            std::string(shape) + R"(,
+                  "init": {"file": {"path": ")" +
+                            path + R"(", "key": ")" + key + R"("}}}],
       "nodes": [{"op": "aten::add.Tensor", "args": ["%x", "%w"], "out": ["y"]}], "outputs": ["y"]})");
     auto program = parse_program(json);
     EXPECT_TRUE(program) << program.error();
@@ -98,7 +101,8 @@ TEST_F(SafetensorsTest, RefusesCorruptFiles) {
   // 8 bytes claimed for a float32 [3].
   std::string header = R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})";
   write_raw(std::string(1, char(header.size())) + std::string(7, '\0') + header + std::string(8, '\0'));
-  EXPECT_NE(read_safetensors_header(m_path).error().find("'a'.data_offsets: 8 bytes do not hold F32 [3]"), std::string::npos);
+  EXPECT_NE(read_safetensors_header(m_path).error().find("'a'.data_offsets: 8 bytes do not hold F32 [3]"),
+            std::string::npos);
   header = R"({"a":{"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]}})";
   write_raw(std::string(1, char(header.size())) + std::string(7, '\0') + header + std::string(1, '\0'));
   EXPECT_NE(read_safetensors_header(m_path).error().find("unsupported dtype 'F8_E4M3'"), std::string::npos);
@@ -107,7 +111,8 @@ TEST_F(SafetensorsTest, RefusesCorruptFiles) {
 TEST_F(SafetensorsTest, FileInitReadsTheFileBytes) {
   write_weights();
   Program program = file_program(m_path, "conv.weight");
-  EXPECT_EQ(to_json(program.params[0].init), Json::parse(R"({"file": {"path": ")" + m_path + R"(", "key": "conv.weight"}})"));
+  EXPECT_EQ(to_json(program.params[0].init),
+            Json::parse(R"({"file": {"path": ")" + m_path + R"(", "key": "conv.weight"}})"));
   auto bytes = make_tensor_bytes(program.params[0], 123, 1);
   ASSERT_TRUE(bytes) << bytes.error();
   EXPECT_EQ(*bytes, *read_safetensors_tensor(m_path, "conv.weight", DType::float32, {2, 3}));
@@ -123,10 +128,12 @@ TEST_F(SafetensorsTest, FileInitMismatchNamesFileAndKey) {
   EXPECT_EQ(bytes.error(), m_path + ": tensor 'conv.weight' is float32 [2, 3], the spec says float32 [6]");
   auto checked = check_file_inits(program);
   ASSERT_FALSE(checked);
-  EXPECT_EQ(checked.error(), "tensor 'w': " + m_path + ": tensor 'conv.weight' differs from the spec in dtype or shape");
+  EXPECT_EQ(checked.error(),
+            "tensor 'w': " + m_path + ": tensor 'conv.weight' differs from the spec in dtype or shape");
   EXPECT_NE(check_file_inits(file_program(m_path, "bias")).error().find("no tensor 'bias'"), std::string::npos);
-  EXPECT_NE(check_file_inits(file_program(m_dir + "/gone.safetensors", "w")).error().find("gone.safetensors: cannot open"),
-            std::string::npos);
+  EXPECT_NE(
+      check_file_inits(file_program(m_dir + "/gone.safetensors", "w")).error().find("gone.safetensors: cannot open"),
+      std::string::npos);
 }
 
 TEST(FileInit, ParseErrorsNameTheField) {
@@ -137,11 +144,14 @@ TEST(FileInit, ParseErrorsNameTheField) {
   };
   EXPECT_EQ(parse(R"({"file": {"path": "a.safetensors", "key": "w"}})"), "ok");
   EXPECT_EQ(parse(R"("file")"), "program.params[0].init: 'file' needs {\"path\": ..., \"key\": ...}");
-  EXPECT_EQ(parse(R"({"file": "a.safetensors"})"), "program.params[0].init.file: 'file' needs {\"path\": ..., \"key\": ...}");
+  EXPECT_EQ(parse(R"({"file": "a.safetensors"})"),
+            "program.params[0].init.file: 'file' needs {\"path\": ..., \"key\": ...}");
   EXPECT_EQ(parse(R"({"file": {"path": "a.safetensors"}})"), "program.params[0].init.file.key: missing field");
-  EXPECT_EQ(parse(R"({"file": {"path": "a.safetensors", "key": "w", "kye": 1}})").find("program.params[0].init.file.kye: unknown field, did you mean 'key'?"),
+  EXPECT_EQ(parse(R"({"file": {"path": "a.safetensors", "key": "w", "kye": 1}})")
+                .find("program.params[0].init.file.kye: unknown field, did you mean 'key'?"),
             0u);
-  EXPECT_EQ(parse(R"({"file": {"path": "", "key": "w"}})"), "program.params[0].init.file: path and key must not be empty");
+  EXPECT_EQ(parse(R"({"file": {"path": "", "key": "w"}})"),
+            "program.params[0].init.file: path and key must not be empty");
 }
 
 TEST_F(SafetensorsTest, FingerprintIgnoresPathAndKeyAndModelPyLoadsTheFile) {
@@ -165,8 +175,9 @@ TEST_F(SafetensorsTest, ModelPyLoadsTheWeightsUnderPython) {
   if (!std::filesystem::exists(python)) GTEST_SKIP() << "no " << python;
   write_weights();
   std::ofstream(m_dir + "/model.py") << render_model_py(file_program(m_path, "conv.weight"), "t");
-  std::string command = "cd " + m_dir + " && " + python +
-                        " -c \"import model; m = model.Model(); print(list(m.w.shape), m.w.sum().item(), m.w[1, 2].item())\" 2>&1";
+  std::string command =
+      "cd " + m_dir + " && " + python +
+      " -c \"import model; m = model.Model(); print(list(m.w.shape), m.w.sum().item(), m.w[1, 2].item())\" 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   ASSERT_NE(pipe, nullptr);
   std::string output;

@@ -41,7 +41,9 @@ std::string digest_bytes(const void* data, uint64_t nbytes) {
   const uint64_t words = nbytes / 8;
   const uint64_t slices = slice_count(words, k_words_per_thread);
   std::vector<DigestSums> parts(slices);
-  run_slices(slices, [&](uint64_t slice) { parts[slice] = sum_words(bytes, words * slice / slices, words * (slice + 1) / slices); });
+  run_slices(slices, [&](uint64_t slice) {
+    parts[slice] = sum_words(bytes, words * slice / slices, words * (slice + 1) / slices);
+  });
   DigestSums total;
   for (const DigestSums& part : parts) {
     total.a += part.a;

@@ -16,7 +16,8 @@ constexpr uint64_t k_elements_per_thread = uint64_t(1) << 16;  // below this a t
 
 }  // namespace
 
-std::expected<void, std::string> draw_tensor(const TensorSpec& spec, uint64_t seed, uint64_t stream, std::span<uint8_t> out) {
+std::expected<void, std::string> draw_tensor(const TensorSpec& spec, uint64_t seed, uint64_t stream,
+                                             std::span<uint8_t> out) {
   if (spec.init.dist == Dist::file) {
     auto bytes = read_safetensors_tensor(spec.init.path, spec.init.key, spec.dtype, spec.shape);
     if (!bytes) return std::unexpected(bytes.error());
@@ -39,7 +40,8 @@ std::expected<void, std::string> draw_tensor(const TensorSpec& spec, uint64_t se
   return {};
 }
 
-std::expected<std::vector<uint8_t>, std::string> make_tensor_bytes(const TensorSpec& spec, uint64_t seed, uint64_t stream) {
+std::expected<std::vector<uint8_t>, std::string> make_tensor_bytes(const TensorSpec& spec, uint64_t seed,
+                                                                   uint64_t stream) {
   // operator new aligns to 16 bytes, enough for every dtype.
   std::vector<uint8_t> bytes(size_t(spec.numel()) * dtype_size(spec.dtype));
   auto drawn = draw_tensor(spec, seed, stream, bytes);
@@ -83,7 +85,8 @@ std::expected<void, std::string> check_file_inits(const Program& program) {
       auto entries = read_safetensors_header(spec.init.path);
       if (!entries) return std::unexpected("tensor '" + spec.name + "': " + entries.error());
       auto it = std::find_if(entries->begin(), entries->end(), [&](const auto& e) { return e.key == spec.init.key; });
-      if (it == entries->end()) return std::unexpected("tensor '" + spec.name + "': " + spec.init.path + ": no tensor '" + spec.init.key + "'");
+      if (it == entries->end())
+        return std::unexpected("tensor '" + spec.name + "': " + spec.init.path + ": no tensor '" + spec.init.key + "'");
       if (it->dtype != spec.dtype || it->shape != spec.shape) {
         return std::unexpected("tensor '" + spec.name + "': " + spec.init.path + ": tensor '" + spec.init.key +
                                "' differs from the spec in dtype or shape");

@@ -28,11 +28,13 @@ void fill_ints(const TensorSpec& spec, uint64_t seed, uint64_t stream, std::span
 /// with it (or with its CUDA twin, ir/tensor_init_cuda.h), so their inputs are identical by construction. A file
 /// init returns the file's bytes for its key (ir/safetensors.h); the error, the only one possible, names the file
 /// and the key.
-std::expected<std::vector<uint8_t>, std::string> make_tensor_bytes(const TensorSpec& spec, uint64_t seed, uint64_t stream);
+std::expected<std::vector<uint8_t>, std::string> make_tensor_bytes(const TensorSpec& spec, uint64_t seed,
+                                                                   uint64_t stream);
 
 /// make_tensor_bytes written into `out`, which must hold exactly spec.numel() * dtype_size(spec.dtype) bytes,
 /// aligned for the dtype. Fails as make_tensor_bytes does.
-std::expected<void, std::string> draw_tensor(const TensorSpec& spec, uint64_t seed, uint64_t stream, std::span<uint8_t> out);
+std::expected<void, std::string> draw_tensor(const TensorSpec& spec, uint64_t seed, uint64_t stream,
+                                             std::span<uint8_t> out);
 
 /// The spec's init as the per-element draws of ir/tensor_values.h take it (not meaningful for a file init).
 DrawParams draw_params(const TensorSpec& spec);

@@ -76,7 +76,7 @@ cudaError_t draw_on_device(const DrawParams& params, DType dtype, uint64_t count
   visit_element(dtype, [&](auto element) {
     using E = decltype(element);
     draw_kernel<E><<<blocks_for(count), k_threads, 0, cuda_stream>>>(params, count, seed, stream,
-                                                                      static_cast<typename E::type*>(out));
+                                                                     static_cast<typename E::type*>(out));
   });
   return cudaGetLastError();
 }
@@ -84,10 +84,14 @@ cudaError_t draw_on_device(const DrawParams& params, DType dtype, uint64_t count
 cudaError_t fill_on_device(void* out, uint64_t count, const void* element, size_t size, cudaStream_t cuda_stream) {
   if (count == 0) return cudaSuccess;
   switch (size) {
-    case 1: return fill_with<uint8_t>(out, count, element, cuda_stream);
-    case 2: return fill_with<uint16_t>(out, count, element, cuda_stream);
-    case 4: return fill_with<uint32_t>(out, count, element, cuda_stream);
-    case 8: return fill_with<uint64_t>(out, count, element, cuda_stream);
+    case 1:
+      return fill_with<uint8_t>(out, count, element, cuda_stream);
+    case 2:
+      return fill_with<uint16_t>(out, count, element, cuda_stream);
+    case 4:
+      return fill_with<uint32_t>(out, count, element, cuda_stream);
+    case 8:
+      return fill_with<uint64_t>(out, count, element, cuda_stream);
   }
   return cudaErrorInvalidValue;
 }

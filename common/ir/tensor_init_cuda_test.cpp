@@ -44,20 +44,35 @@ std::string describe(const TensorSpec& spec, uint64_t seed, uint64_t stream) {
 // Every init the IR allows for each dtype, with constants on float16/bfloat16 rounding ties, overflow edges and
 // subnormals, over sizes that are not multiples of 4 (a Philox block), an empty tensor and a scalar.
 std::vector<TensorSpec> every_spec() {
-  const std::vector<double> constants = {1 + std::ldexp(1.0, -11), 1 + 3 * std::ldexp(1.0, -11), 65519, 65520, -65520,
-                                         std::ldexp(1.0, -25), 3 * std::ldexp(1.0, -25), std::ldexp(1.0, -24),
-                                         1 + std::ldexp(1.0, -8), 1 + 3 * std::ldexp(1.0, -8), -259, 1e-45, 1e39,
-                                         -0.0, 0.1};
-  std::vector<Init> float_inits = {{Dist::rand, 0, 1},           {Dist::randn, 0, 1},
-                                   {Dist::uniform, -70000, 70000}, {Dist::uniform, -1e-6, 1e-6},
-                                   {Dist::uniform, -1e-38, 1e-38}, {Dist::normal, 3, 100},
-                                   {Dist::kaiming_uniform, 0, 1},  {Dist::ones, 0, 1},
-                                   {Dist::zeros, 0, 1},            {Dist::randint, -5.5, 7.25}};
+  const std::vector<double> constants = {1 + std::ldexp(1.0, -11),
+                                         1 + 3 * std::ldexp(1.0, -11),
+                                         65519,
+                                         65520,
+                                         -65520,
+                                         std::ldexp(1.0, -25),
+                                         3 * std::ldexp(1.0, -25),
+                                         std::ldexp(1.0, -24),
+                                         1 + std::ldexp(1.0, -8),
+                                         1 + 3 * std::ldexp(1.0, -8),
+                                         -259,
+                                         1e-45,
+                                         1e39,
+                                         -0.0,
+                                         0.1};
+  std::vector<Init> float_inits = {{Dist::rand, 0, 1},
+                                   {Dist::randn, 0, 1},
+                                   {Dist::uniform, -70000, 70000},
+                                   {Dist::uniform, -1e-6, 1e-6},
+                                   {Dist::uniform, -1e-38, 1e-38},
+                                   {Dist::normal, 3, 100},
+                                   {Dist::kaiming_uniform, 0, 1},
+                                   {Dist::ones, 0, 1},
+                                   {Dist::zeros, 0, 1},
+                                   {Dist::randint, -5.5, 7.25}};
   for (double value : constants) float_inits.push_back({Dist::constant, value, 1});
-  const std::vector<Init> int_inits = {{Dist::randint, -300, 300},   {Dist::randint, -3e9, 3e9},
-                                       {Dist::randint, -2, 3},       {Dist::randint, 0, 2},
-                                       {Dist::constant, 4294967297.0, 1}, {Dist::constant, -129, 1},
-                                       {Dist::ones, 0, 1},           {Dist::zeros, 0, 1}};
+  const std::vector<Init> int_inits = {
+      {Dist::randint, -300, 300},        {Dist::randint, -3e9, 3e9}, {Dist::randint, -2, 3}, {Dist::randint, 0, 2},
+      {Dist::constant, 4294967297.0, 1}, {Dist::constant, -129, 1},  {Dist::ones, 0, 1},     {Dist::zeros, 0, 1}};
   const std::vector<std::vector<int64_t>> shapes = {{4099}, {7, 3}, {}, {0, 5}, {6, 5, 3, 3}};
   std::vector<TensorSpec> specs;
   for (DType dtype : {DType::float32, DType::float64, DType::float16, DType::bfloat16, DType::int64, DType::int32,
@@ -79,13 +94,15 @@ TEST(CudaRunnerTensorInitTest, DeviceBytesEqualMakeTensorBytesForEveryDtypeAndIn
   int checked = 0;
   for (const TensorSpec& spec : every_spec()) {
     // A 64-bit seed and a stream past 2^32 as well as small ones: both halves of Philox's key and counter.
-    for (auto [seed, stream] : {std::pair<uint64_t, uint64_t>{11, 2}, {0x9E3779B97F4A7C15ull, (uint64_t(1) << 32) + 3}}) {
+    for (auto [seed, stream] :
+         {std::pair<uint64_t, uint64_t>{11, 2}, {0x9E3779B97F4A7C15ull, (uint64_t(1) << 32) + 3}}) {
       const std::string what = describe(spec, seed, stream);
       const std::vector<uint8_t> expected = make_tensor_bytes(spec, seed, stream).value();
       DeviceBuffer buffer(expected.size());
       ASSERT_EQ(buffer.error(), cudaSuccess) << what;
-      ASSERT_EQ(draw_on_device(draw_params(spec), spec.dtype, uint64_t(spec.numel()), seed, stream, buffer.data(), nullptr),
-                cudaSuccess)
+      ASSERT_EQ(
+          draw_on_device(draw_params(spec), spec.dtype, uint64_t(spec.numel()), seed, stream, buffer.data(), nullptr),
+          cudaSuccess)
           << what;
       std::vector<uint8_t> got(expected.size());
       if (!got.empty()) {
@@ -111,7 +128,8 @@ TEST(CudaRunnerTensorInitTest, DiffersOnDeviceSeesAnyChangedByteAndNothingElse) 
     ASSERT_EQ(buffer.error(), cudaSuccess) << what;
     ASSERT_EQ(draw_on_device(params, spec.dtype, count, seed, stream, buffer.data(), nullptr), cudaSuccess) << what;
     bool differs = true;
-    ASSERT_EQ(differs_on_device(params, spec.dtype, count, seed, stream, buffer.data(), nullptr, differs), cudaSuccess) << what;
+    ASSERT_EQ(differs_on_device(params, spec.dtype, count, seed, stream, buffer.data(), nullptr, differs), cudaSuccess)
+        << what;
     EXPECT_FALSE(differs) << what;
     if (count == 0) continue;
     // The last byte, flipped: the end of the grid's reach and, for floats, a bit of the sign (-0.0 is not 0.0).
@@ -120,12 +138,16 @@ TEST(CudaRunnerTensorInitTest, DiffersOnDeviceSeesAnyChangedByteAndNothingElse) 
     ASSERT_EQ(cudaMemcpy(&byte, last, 1, cudaMemcpyDeviceToHost), cudaSuccess) << what;
     byte = uint8_t(~byte);
     ASSERT_EQ(cudaMemcpy(last, &byte, 1, cudaMemcpyHostToDevice), cudaSuccess) << what;
-    ASSERT_EQ(differs_on_device(params, spec.dtype, count, seed, stream, buffer.data(), nullptr, differs), cudaSuccess) << what;
+    ASSERT_EQ(differs_on_device(params, spec.dtype, count, seed, stream, buffer.data(), nullptr, differs), cudaSuccess)
+        << what;
     EXPECT_TRUE(differs) << what;
     // Another seed's tensor differs too, unless the init ignores the seed.
     ASSERT_EQ(draw_on_device(params, spec.dtype, count, seed + 1, stream, buffer.data(), nullptr), cudaSuccess) << what;
-    ASSERT_EQ(differs_on_device(params, spec.dtype, count, seed, stream, buffer.data(), nullptr, differs), cudaSuccess) << what;
-    EXPECT_EQ(differs, make_tensor_bytes(spec, seed, stream).value() != make_tensor_bytes(spec, seed + 1, stream).value()) << what;
+    ASSERT_EQ(differs_on_device(params, spec.dtype, count, seed, stream, buffer.data(), nullptr, differs), cudaSuccess)
+        << what;
+    EXPECT_EQ(differs,
+              make_tensor_bytes(spec, seed, stream).value() != make_tensor_bytes(spec, seed + 1, stream).value())
+        << what;
   }
 }
 

@@ -17,10 +17,10 @@ namespace ca {
 /// A spec's init in the form the draws use, made once per tensor on the host by draw_params (tensor_init.h).
 struct DrawParams {
   Dist dist = Dist::randn;
-  float a = 0, b = 1;   // float(init.a), float(init.b)
-  float bound = 0;      // kaiming_uniform's bound
-  int64_t low = 0;      // integer randint: ceil(lo); any other integer init: its value
-  uint64_t range = 1;   // integer randint: max(1, ceil(hi) - ceil(lo))
+  float a = 0, b = 1;  // float(init.a), float(init.b)
+  float bound = 0;     // kaiming_uniform's bound
+  int64_t low = 0;     // integer randint: ceil(lo); any other integer init: its value
+  uint64_t range = 1;  // integer randint: max(1, ceil(hi) - ceil(lo))
 };
 
 /// Word k % 4 of a Philox block, picked without indexing, so that device code keeps the block in registers.
@@ -47,16 +47,26 @@ CA_HOST_DEVICE inline float standard_normal_at(uint64_t seed, uint64_t stream, u
 /// Element i of a floating-point tensor, in float32 (a file init has no drawn values: 0).
 CA_HOST_DEVICE inline float float_at(const DrawParams& p, uint64_t seed, uint64_t stream, uint64_t i) {
   switch (p.dist) {
-    case Dist::rand: return uniform_at(seed, stream, i);
-    case Dist::randn: return standard_normal_at(seed, stream, i);
-    case Dist::uniform: return p.a + (p.b - p.a) * uniform_at(seed, stream, i);
-    case Dist::normal: return p.a + p.b * standard_normal_at(seed, stream, i);
-    case Dist::kaiming_uniform: return (2.0f * uniform_at(seed, stream, i) - 1.0f) * p.bound;
-    case Dist::ones: return 1.0f;
-    case Dist::zeros: return 0.0f;
-    case Dist::randint: return floorf(p.a + (p.b - p.a) * uniform_at(seed, stream, i));
-    case Dist::constant: return p.a;
-    case Dist::file: return 0.0f;
+    case Dist::rand:
+      return uniform_at(seed, stream, i);
+    case Dist::randn:
+      return standard_normal_at(seed, stream, i);
+    case Dist::uniform:
+      return p.a + (p.b - p.a) * uniform_at(seed, stream, i);
+    case Dist::normal:
+      return p.a + p.b * standard_normal_at(seed, stream, i);
+    case Dist::kaiming_uniform:
+      return (2.0f * uniform_at(seed, stream, i) - 1.0f) * p.bound;
+    case Dist::ones:
+      return 1.0f;
+    case Dist::zeros:
+      return 0.0f;
+    case Dist::randint:
+      return floorf(p.a + (p.b - p.a) * uniform_at(seed, stream, i));
+    case Dist::constant:
+      return p.a;
+    case Dist::file:
+      return 0.0f;
   }
   return 0.0f;
 }
@@ -91,7 +101,8 @@ CA_HOST_DEVICE inline uint16_t float_to_half_bits(float value) {
     uint32_t half = mantissa >> shift;
     const uint32_t rest = mantissa & ((1u << shift) - 1);
     const uint32_t halfway = 1u << (shift - 1);
-    if (rest > halfway || (rest == halfway && (half & 1u) != 0)) ++half;  // a carry makes the smallest normal, as it should
+    if (rest > halfway || (rest == halfway && (half & 1u) != 0))
+      ++half;  // a carry makes the smallest normal, as it should
     return uint16_t(sign | half);
   }
   uint32_t half = (magnitude - (112u << 23)) >> 13;  // rebias the exponent from 127 to 15
@@ -177,16 +188,36 @@ struct Element<DType::boolean> {
 template <typename F>
 void visit_element(DType dtype, F&& f) {
   switch (dtype) {
-    case DType::float32: f(Element<DType::float32>{}); return;
-    case DType::float64: f(Element<DType::float64>{}); return;
-    case DType::float16: f(Element<DType::float16>{}); return;
-    case DType::bfloat16: f(Element<DType::bfloat16>{}); return;
-    case DType::int64: f(Element<DType::int64>{}); return;
-    case DType::int32: f(Element<DType::int32>{}); return;
-    case DType::int16: f(Element<DType::int16>{}); return;
-    case DType::int8: f(Element<DType::int8>{}); return;
-    case DType::uint8: f(Element<DType::uint8>{}); return;
-    case DType::boolean: f(Element<DType::boolean>{}); return;
+    case DType::float32:
+      f(Element<DType::float32>{});
+      return;
+    case DType::float64:
+      f(Element<DType::float64>{});
+      return;
+    case DType::float16:
+      f(Element<DType::float16>{});
+      return;
+    case DType::bfloat16:
+      f(Element<DType::bfloat16>{});
+      return;
+    case DType::int64:
+      f(Element<DType::int64>{});
+      return;
+    case DType::int32:
+      f(Element<DType::int32>{});
+      return;
+    case DType::int16:
+      f(Element<DType::int16>{});
+      return;
+    case DType::int8:
+      f(Element<DType::int8>{});
+      return;
+    case DType::uint8:
+      f(Element<DType::uint8>{});
+      return;
+    case DType::boolean:
+      f(Element<DType::boolean>{});
+      return;
   }
 }
 

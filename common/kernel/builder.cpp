@@ -2,18 +2,18 @@
 // checks, and a content-addressed cache of the resulting libraries.
 #include "kernel/builder.h"
 
+#include <unistd.h>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include "kernel/static_check.h"
-#include "util/remove_tree.h"
 #include "util/atomic_file.h"
 #include "util/jsonl.h"
+#include "util/remove_tree.h"
 #include "util/sha256.h"
 #include "util/subprocess.h"
 
@@ -43,7 +43,9 @@ std::vector<std::string_view> lines_of(std::string_view text) {
   return lines;
 }
 
-std::string_view first_line(std::string_view text) { return text.substr(0, text.find('\n')); }
+std::string_view first_line(std::string_view text) {
+  return text.substr(0, text.find('\n'));
+}
 
 std::string trim(std::string_view text) {
   size_t begin = text.find_first_not_of(" \t\r");
@@ -156,7 +158,8 @@ std::vector<std::string> compiled_sources(const std::map<std::string, std::strin
   std::vector<std::string> sources;
   for (const auto& [path, contents] : files) {
     if (!path.starts_with("kernels/")) continue;
-    if (std::ranges::any_of(extensions, [&](std::string_view ext) { return path.ends_with(ext); })) sources.push_back(path);
+    if (std::ranges::any_of(extensions, [&](std::string_view ext) { return path.ends_with(ext); }))
+      sources.push_back(path);
   }
   return sources;
 }
@@ -221,7 +224,8 @@ std::string summarize_compiler_output(const std::string& output, const std::stri
   for (std::string_view line : lines_of(text)) {
     if (trim(line).empty()) continue;
     ++total;
-    std::string cut = line.size() > k_max_line_length ? std::string(line.substr(0, k_max_line_length)) + " ..." : std::string(line);
+    std::string cut =
+        line.size() > k_max_line_length ? std::string(line.substr(0, k_max_line_length)) + " ..." : std::string(line);
     bool continuation = line.front() == ' ' && !diagnostics.empty();
     if (continuation) diagnostics.back().body.push_back(std::move(cut));
     if (!continuation) diagnostics.push_back({std::move(cut), {}});
@@ -231,12 +235,15 @@ std::string summarize_compiler_output(const std::string& output, const std::stri
   std::vector<std::string_view> heads;
   for (bool errors : {true, false}) {
     for (const Diagnostic& diagnostic : diagnostics) {
-      if (is_error_line(diagnostic.head) != errors || std::ranges::find(heads, diagnostic.head) != heads.end()) continue;
-      if (!errors && (diagnostic.head.starts_with('/') || diagnostic.head.starts_with("In file included from"))) continue;
+      if (is_error_line(diagnostic.head) != errors || std::ranges::find(heads, diagnostic.head) != heads.end())
+        continue;
+      if (!errors && (diagnostic.head.starts_with('/') || diagnostic.head.starts_with("In file included from")))
+        continue;
       if (picked.size() >= k_max_message_lines) break;
       heads.push_back(diagnostic.head);
       picked.push_back(diagnostic.head);
-      for (size_t i = 0; i < diagnostic.body.size() && i < k_max_body_lines && picked.size() < k_max_message_lines; ++i) {
+      for (size_t i = 0; i < diagnostic.body.size() && i < k_max_body_lines && picked.size() < k_max_message_lines;
+           ++i) {
         picked.push_back(diagnostic.body[i]);
       }
     }
@@ -306,8 +313,11 @@ std::expected<std::string, std::string> compile(const std::map<std::string, std:
   std::string dir = cache + "/" + key;
   fs::create_directories(dir, error);
   if (error) return std::unexpected(dir + ": cannot create: " + error.message());
-  Json record = {{"key", key}, {"compiler", job.toolchain.identity}, {"flags", job.flags},
-                 {"libraries", job.libraries}, {"sources", job.sources}};
+  Json record = {{"key", key},
+                 {"compiler", job.toolchain.identity},
+                 {"flags", job.flags},
+                 {"libraries", job.libraries},
+                 {"sources", job.sources}};
   auto written = write_file_atomic(dir + "/build.json", record.dump(2) + "\n");
   if (!written) return std::unexpected(written.error());
   // Same filesystem, so the library appears whole or not at all.
@@ -334,14 +344,15 @@ std::vector<std::string> compile_flags(const BuildOptions& options) {
   // -z defs: every symbol must come from a library we link, so the NEEDED
   // allow-list also bounds what the candidate can call.
   if (options.backend == Backend::cpu) {
-    std::vector<std::string> flags = {"-std=c++17", "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-Wl,-z,defs"};
+    std::vector<std::string> flags = {"-std=c++17", "-O3",     "-march=native", "-fopenmp",
+                                      "-fPIC",      "-shared", "-Wl,-z,defs"};
     if (options.fast_math) flags.push_back("-ffast-math");
     return flags;
   }
   std::string arch = options.cuda_arch.empty() ? "native" : options.cuda_arch;
   // A shared cudart: the static one would bring dlopen into the candidate.
-  std::vector<std::string> flags = {"-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", "-arch=" + arch,
-                                    "--cudart", "shared", "-Xlinker", "--no-undefined", "-Xlinker", "--as-needed"};
+  std::vector<std::string> flags = {"-O3",      "-std=c++17", "-shared",  "-Xcompiler",     "-fPIC",    "-arch=" + arch,
+                                    "--cudart", "shared",     "-Xlinker", "--no-undefined", "-Xlinker", "--as-needed"};
   if (options.fast_math) flags.push_back("--use_fast_math");
   return flags;
 }
@@ -371,8 +382,8 @@ std::expected<BuildResult, std::string> build_candidate(const std::map<std::stri
   CompileJob job{*toolchain, compile_flags(options), link_libraries(options), compiled_sources(files, options.backend)};
   if (job.sources.empty()) {
     std::string kinds = cuda ? ".cu, .cpp or .cc" : ".cpp, .cc or .c";
-    return fail("compile", "nothing to compile: the " + std::string(backend_name(options.backend)) + " backend builds " +
-                               kinds + " files under kernels/");
+    return fail("compile", "nothing to compile: the " + std::string(backend_name(options.backend)) +
+                               " backend builds " + kinds + " files under kernels/");
   }
   result.key = build_key(files, options, *toolchain, job.flags, job.libraries);
   std::string library = cache + "/" + result.key + "/candidate.so";

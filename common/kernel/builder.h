@@ -1,5 +1,5 @@
 // Builds a candidate's sources into a shared library exporting ca_forward,
-// with source and symbol checks and a content-addressed cache (DESIGN §5-6).
+// with source and symbol checks and a content-addressed cache (docs/ARCHITECTURE.md#contracts-6).
 #pragma once
 
 #include <expected>
@@ -13,15 +13,14 @@
 
 namespace ca {
 
-
 struct BuildOptions {
   Backend backend = Backend::cpu;
-  std::string cuda_arch;  // e.g. "sm_90"; "" = the GPU's own architecture
-  bool fast_math = false;  // --use_fast_math / -ffast-math only when asked
+  std::string cuda_arch;     // e.g. "sm_90"; "" = the GPU's own architecture
+  bool fast_math = false;    // --use_fast_math / -ffast-math only when asked
   bool allow_cublas = true;  // link cuBLAS (the paper allows it for GEMMs)
   bool allow_cudnn = true;   // link cuDNN (the paper allows it for convolutions)
-  std::string cache_dir;  // "" = default_cache_dir()
-  int timeout_s = 300;    // for the compiler
+  std::string cache_dir;     // "" = default_cache_dir()
+  int timeout_s = 300;       // for the compiler
 };
 
 struct BuildResult {

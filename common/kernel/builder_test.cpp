@@ -1,10 +1,10 @@
 // Tests for build_candidate with real g++ (and nvcc, where installed) builds.
 #include "kernel/builder.h"
 
+#include <unistd.h>
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -29,8 +29,10 @@ int ca_forward(ca_context* ctx, const ca_tensor* inputs, int n_inputs, ca_tensor
 
 // Wraps `body` in a candidate whose ca_forward returns it, after `includes`.
 std::map<std::string, std::string> candidate_returning(const std::string& includes, const std::string& body) {
-  return {{"kernels/k.cpp", includes + "\n#include \"ca_kernel.h\"\nint ca_forward(ca_context*, const ca_tensor*, int, "
-                                       "ca_tensor*, int) {\n  return " + body + ";\n}\n"}};
+  return {{"kernels/k.cpp", includes +
+                                "\n#include \"ca_kernel.h\"\nint ca_forward(ca_context*, const ca_tensor*, int, "
+                                "ca_tensor*, int) {\n  return " +
+                                body + ";\n}\n"}};
 }
 
 class BuildTest : public testing::Test {

@@ -2,12 +2,12 @@
 // it also works inside a bare sandbox.
 #include "kernel/static_check.h"
 
+#include <cxxabi.h>
+#include <elf.h>
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
-#include <cxxabi.h>
-#include <elf.h>
 #include <optional>
 
 #include "util/atomic_file.h"
@@ -67,7 +67,8 @@ std::expected<DynamicInfo, std::string> read_dynamic(const std::string& so) {
     const Elf64_Shdr& strings = sections[section.sh_link];
     if (section.sh_type == SHT_DYNSYM) {
       // Entry 0 is the reserved null symbol.
-      for (uint64_t offset = sizeof(Elf64_Sym); offset + sizeof(Elf64_Sym) <= section.sh_size; offset += sizeof(Elf64_Sym)) {
+      for (uint64_t offset = sizeof(Elf64_Sym); offset + sizeof(Elf64_Sym) <= section.sh_size;
+           offset += sizeof(Elf64_Sym)) {
         Elf64_Sym symbol;
         if (!read_at(bytes, section.sh_offset + offset, symbol)) return std::unexpected(malformed);
         auto name = string_at(bytes, strings, symbol.st_name);
@@ -116,13 +117,15 @@ struct SymbolRule {
 
 const std::vector<SymbolRule>& exact_rules() {
   static const std::vector<SymbolRule> rules = {
-      {k_load_code, {"dlopen", "dlmopen", "dlsym", "dlvsym", "__libc_dlopen_mode", "__libc_dlsym", "_dl_sym",
-                     "dl_iterate_phdr", "cudaGetDriverEntryPoint", "cudaGetDriverEntryPointByVersion"}},
-      {k_process, {"fork", "vfork", "_Fork", "clone", "clone3", "execve", "execv", "execvp", "execvpe", "execl",
-                   "execlp", "execle", "fexecve", "execveat", "system", "popen", "posix_spawn", "posix_spawnp",
-                   "daemon"}},
-      {k_network, {"socket", "socketpair", "connect", "bind", "listen", "accept", "accept4", "sendto", "recvfrom",
-                   "sendmsg", "recvmsg", "getaddrinfo"}},
+      {k_load_code,
+       {"dlopen", "dlmopen", "dlsym", "dlvsym", "__libc_dlopen_mode", "__libc_dlsym", "_dl_sym", "dl_iterate_phdr",
+        "cudaGetDriverEntryPoint", "cudaGetDriverEntryPointByVersion"}},
+      {k_process,
+       {"fork", "vfork", "_Fork", "clone", "clone3", "execve", "execv", "execvp", "execvpe", "execl", "execlp",
+        "execle", "fexecve", "execveat", "system", "popen", "posix_spawn", "posix_spawnp", "daemon"}},
+      {k_network,
+       {"socket", "socketpair", "connect", "bind", "listen", "accept", "accept4", "sendto", "recvfrom", "sendmsg",
+        "recvmsg", "getaddrinfo"}},
       {k_other_process, {"ptrace", "process_vm_readv", "process_vm_writev", "kill", "tgkill", "tkill", "pidfd_open"}},
       {k_thread, {"pthread_create", "thrd_create", "timer_create"}},
       {k_callback, {"cudaLaunchHostFunc", "cudaStreamAddCallback", "cuLaunchHostFunc", "cuStreamAddCallback"}},
@@ -163,7 +166,8 @@ bool in_torch_namespace(std::string_view symbol) {
 
 bool is_python_api(std::string_view symbol) {
   std::string_view name = symbol.starts_with('_') ? symbol.substr(1) : symbol;
-  return name.size() > 2 && name.starts_with("Py") && (std::isupper(static_cast<unsigned char>(name[2])) || name[2] == '_');
+  return name.size() > 2 && name.starts_with("Py") &&
+         (std::isupper(static_cast<unsigned char>(name[2])) || name[2] == '_');
 }
 
 // The symbol as an agent wrote it: demangled C++ names, plain C names.
@@ -177,7 +181,9 @@ std::string display_name(const std::string& symbol) {
   return result;
 }
 
-std::string_view stem_of(std::string_view library) { return library.substr(0, library.find(".so")); }
+std::string_view stem_of(std::string_view library) {
+  return library.substr(0, library.find(".so"));
+}
 
 bool is_one_of(std::string_view stem, std::initializer_list<std::string_view> names) {
   return std::ranges::find(names, stem) != names.end();
@@ -196,8 +202,8 @@ std::vector<std::string_view> split(std::string_view text, char separator) {
 bool is_source_file(std::string_view path) {
   size_t dot = path.rfind('.');
   if (dot == std::string_view::npos) return false;
-  return is_one_of(path.substr(dot), {".c", ".cc", ".cpp", ".cxx", ".cu", ".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl",
-                                      ".inc", ".tpp"});
+  return is_one_of(path.substr(dot),
+                   {".c", ".cc", ".cpp", ".cxx", ".cu", ".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".tpp"});
 }
 
 std::string check_path(const std::string& path) {
@@ -309,7 +315,8 @@ std::string forbidden_symbol_reason(std::string_view symbol) {
 
 std::string forbidden_library_reason(std::string_view library, const BuildOptions& options) {
   std::string_view stem = stem_of(library);
-  if (is_one_of(stem, {"libc", "libm", "libmvec", "libstdc++", "libgcc_s", "libgomp", "libpthread", "librt"})) return "";
+  if (is_one_of(stem, {"libc", "libm", "libmvec", "libstdc++", "libgcc_s", "libgomp", "libpthread", "librt"}))
+    return "";
   if (stem.starts_with("ld-linux")) return "";
   if (stem == "libdl") return std::string(k_load_code);
   for (std::string_view prefix : {"libtorch", "libc10", "libcaffe2", "libshm", "libpython"}) {

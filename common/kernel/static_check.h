@@ -1,5 +1,5 @@
 // Checks on a candidate before and after it is built: file paths, includes,
-// the libraries it links and the symbols it imports (DESIGN §6, EXPLOITS A1).
+// the libraries it links and the symbols it imports (docs/EXPLOITS.md, docs/EXPLOITS.md, A1).
 #pragma once
 
 #include <expected>

@@ -1,10 +1,10 @@
 // Tests for the source checks, the symbol and library rules, and the ELF reader.
 #include "kernel/static_check.h"
 
+#include <unistd.h>
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -27,8 +27,9 @@ TEST(StaticCheckTest, ForbidsLoadingProcessesSocketsAndThreads) {
   }
   EXPECT_NE(forbidden_symbol_reason("dlopen").find("load"), std::string::npos);
   // std::thread's out-of-line start, as a call to std::thread's constructor imports it.
-  EXPECT_NE(forbidden_symbol_reason("_ZNSt6thread15_M_start_threadESt10unique_ptrINS_6_StateESt14default_deleteIS1_EEPFvvE"),
-            "");
+  EXPECT_NE(
+      forbidden_symbol_reason("_ZNSt6thread15_M_start_threadESt10unique_ptrINS_6_StateESt14default_deleteIS1_EEPFvvE"),
+      "");
 }
 
 TEST(StaticCheckTest, ForbidsPyTorchAndPythonSymbols) {
@@ -40,10 +41,11 @@ TEST(StaticCheckTest, ForbidsPyTorchAndPythonSymbols) {
 }
 
 TEST(StaticCheckTest, AllowsRuntimeOpenMpAndCudaSymbols) {
-  for (const char* symbol : {"malloc", "memcpy", "expf", "GOMP_parallel", "omp_get_thread_num", "__cxa_finalize",
-                             "_ZNSt6vectorIfSaIfEE17_M_realloc_insertIJRKfEEEvN9__gnu_cxx17__normal_iteratorIPfS1_EEDpOT_",
-                             "_ZdlPvm", "cudaLaunchKernel", "cuLaunchKernel", "cublasSgemm_v2", "cudnnConvolutionForward",
-                             "__cudaRegisterFatBinary", "Pyramid", "raise", "abort"}) {
+  for (const char* symbol :
+       {"malloc", "memcpy", "expf", "GOMP_parallel", "omp_get_thread_num", "__cxa_finalize",
+        "_ZNSt6vectorIfSaIfEE17_M_realloc_insertIJRKfEEEvN9__gnu_cxx17__normal_iteratorIPfS1_EEDpOT_", "_ZdlPvm",
+        "cudaLaunchKernel", "cuLaunchKernel", "cublasSgemm_v2", "cudnnConvolutionForward", "__cudaRegisterFatBinary",
+        "Pyramid", "raise", "abort"}) {
     EXPECT_EQ(forbidden_symbol_reason(symbol), "") << symbol;
   }
 }
@@ -54,14 +56,14 @@ TEST(StaticCheckTest, LibraryAllowListFollowsBackendAndOptions) {
                               "libgomp.so.1", "ld-linux-x86-64.so.2", "libpthread.so.0"}) {
     EXPECT_EQ(forbidden_library_reason(library, cpu), "") << library;
   }
-  for (const char* library : {"libdl.so.2", "libtorch_cpu.so", "libc10.so", "libpython3.11.so.1.0", "libcudart.so.13",
-                              "libfoo.so"}) {
+  for (const char* library :
+       {"libdl.so.2", "libtorch_cpu.so", "libc10.so", "libpython3.11.so.1.0", "libcudart.so.13", "libfoo.so"}) {
     EXPECT_NE(forbidden_library_reason(library, cpu), "") << library;
   }
   BuildOptions cuda;
   cuda.backend = Backend::cuda;
-  for (const char* library : {"libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libcudnn.so.9",
-                              "libcudnn_ops.so.9"}) {
+  for (const char* library :
+       {"libcudart.so.13", "libcublas.so.13", "libcublasLt.so.13", "libcudnn.so.9", "libcudnn_ops.so.9"}) {
     EXPECT_EQ(forbidden_library_reason(library, cuda), "") << library;
   }
   cuda.allow_cublas = false;
@@ -76,8 +78,9 @@ TEST(StaticCheckTest, SourcesMayNotIncludePyTorchOrOutsideFiles) {
                            {"kernels/sub/b.cu", "#include \"../common.cuh\"\n"},
                            {"README.md", "#include <torch/extension.h>\n"}}),
             "");
-  EXPECT_EQ(check_sources({{"kernels/a.cu", "int x;\n  #  include \"ATen/ATen.h\"\n"}}),
-            "kernels/a.cu:2: includes \"ATen/ATen.h\": candidates may not use PyTorch headers; build against ca_kernel.h");
+  EXPECT_EQ(
+      check_sources({{"kernels/a.cu", "int x;\n  #  include \"ATen/ATen.h\"\n"}}),
+      "kernels/a.cu:2: includes \"ATen/ATen.h\": candidates may not use PyTorch headers; build against ca_kernel.h");
   EXPECT_NE(check_sources({{"kernels/a.cpp", "#include <c10/cuda/CUDAStream.h>\n"}}).find("kernels/a.cpp:1:"),
             std::string::npos);
   EXPECT_NE(check_sources({{"kernels/a.cpp", "#include <Python.h>\n"}}), "");
@@ -99,12 +102,13 @@ TEST(StaticCheckTest, HonestUsesOfTheStandardLibraryPass) {
   // with std::chrono; none of that starts a thread (issue 23's false rejection).
   std::string dir = testing::TempDir() + "ca_static_honest_" + std::to_string(getpid());
   std::filesystem::create_directories(dir);
-  std::ofstream(dir + "/k.cpp") << "#include <algorithm>\n#include <chrono>\n#include <thread>\n#include <vector>\n"
-                                   "extern \"C\" int ca_forward(int n) {\n"
-                                   "  std::vector<int> v(n + std::thread::hardware_concurrency());\n"
-                                   "  std::sort(v.begin(), v.end());\n"
-                                   "  return int(std::chrono::steady_clock::now().time_since_epoch().count() & 1) + v.size() % 2\n"
-                                   "    + int(std::this_thread::get_id() == std::thread::id());\n}\n";
+  std::ofstream(dir + "/k.cpp")
+      << "#include <algorithm>\n#include <chrono>\n#include <thread>\n#include <vector>\n"
+         "extern \"C\" int ca_forward(int n) {\n"
+         "  std::vector<int> v(n + std::thread::hardware_concurrency());\n"
+         "  std::sort(v.begin(), v.end());\n"
+         "  return int(std::chrono::steady_clock::now().time_since_epoch().count() & 1) + v.size() % 2\n"
+         "    + int(std::this_thread::get_id() == std::thread::id());\n}\n";
   auto built = run_subprocess({"g++", "-O1", "-shared", "-fPIC", dir + "/k.cpp", "-o", dir + "/k.so"});
   ASSERT_TRUE(built && built->ok()) << (built ? built->err : built.error());
   auto undefined = undefined_symbols(dir + "/k.so");
@@ -113,7 +117,9 @@ TEST(StaticCheckTest, HonestUsesOfTheStandardLibraryPass) {
   EXPECT_EQ(check_library(dir + "/k.so", BuildOptions{}), "");
   std::filesystem::remove_all(dir);
   // Starting one is still refused.
-  EXPECT_NE(forbidden_symbol_reason("_ZNSt6thread15_M_start_threadESt10unique_ptrINS_6_StateESt14default_deleteIS1_EEPFvvE"), "");
+  EXPECT_NE(
+      forbidden_symbol_reason("_ZNSt6thread15_M_start_threadESt10unique_ptrINS_6_StateESt14default_deleteIS1_EEPFvvE"),
+      "");
 }
 
 TEST(StaticCheckTest, ReadsElfAndReportsEveryFinding) {
@@ -122,7 +128,8 @@ TEST(StaticCheckTest, ReadsElfAndReportsEveryFinding) {
   std::string dir = testing::TempDir() + "ca_static_check_" + std::to_string(getpid());
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/k.cpp") << "#include <dlfcn.h>\nint ca_forward(int n) { return dlopen(\"x\", n) != 0; }\n";
-  auto built = run_subprocess({"g++", "-shared", "-fPIC", dir + "/k.cpp", "-o", dir + "/k.so", "-Wl,--no-as-needed", "-l:libdl.so.2"});
+  auto built = run_subprocess(
+      {"g++", "-shared", "-fPIC", dir + "/k.cpp", "-o", dir + "/k.so", "-Wl,--no-as-needed", "-l:libdl.so.2"});
   ASSERT_TRUE(built && built->ok()) << (built ? built->err : built.error());
 
   auto needed = needed_libraries(dir + "/k.so");

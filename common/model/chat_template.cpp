@@ -19,7 +19,9 @@ struct Value {
   bool undefined = false;
 };
 
-Value undefined_value() { return Value{Json(), true}; }
+Value undefined_value() {
+  return Value{Json(), true};
+}
 
 bool truthy(const Value& v) {
   if (v.undefined || v.j.is_null()) {
@@ -45,13 +47,27 @@ void python_json_to(const Json& v, std::string& out) {
     out += '"';
     for (unsigned char c : v.get_ref<const std::string&>()) {
       switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
+        case '"':
+          out += "\\\"";
+          break;
+        case '\\':
+          out += "\\\\";
+          break;
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        case '\t':
+          out += "\\t";
+          break;
+        case '\b':
+          out += "\\b";
+          break;
+        case '\f':
+          out += "\\f";
+          break;
         default:
           if (c < 0x20) {
             char buf[8];
@@ -191,7 +207,9 @@ class ExprParser {
   explicit ExprParser(std::vector<Token> tokens) : m_t(std::move(tokens)) {}
   const Token& peek() const { return m_t[m_i]; }
   bool at_end() const { return peek().kind == Token::end; }
-  bool is(const char* text) const { return (peek().kind == Token::op || peek().kind == Token::name) && peek().text == text; }
+  bool is(const char* text) const {
+    return (peek().kind == Token::op || peek().kind == Token::name) && peek().text == text;
+  }
   bool accept(const char* text) {
     if (!is(text)) {
       return false;
@@ -439,11 +457,11 @@ class ExprParser {
 struct Node {
   enum Kind { raw, output, if_, for_, set } kind;
   int line = 0;
-  std::string text;                                         // text; for: loop variables joined by ','; set: name
+  std::string text;                                             // text; for: loop variables joined by ','; set: name
   std::vector<std::pair<ExprPtr, std::vector<Node>>> branches;  // if: (condition or null for else, body)
-  ExprPtr expr;                                              // output, set value, for iterable
-  ExprPtr filter;                                            // for ... if filter
-  std::vector<Node> body, else_body;                         // for
+  ExprPtr expr;                                                 // output, set value, for iterable
+  ExprPtr filter;                                               // for ... if filter
+  std::vector<Node> body, else_body;                            // for
 };
 
 struct Piece {
@@ -452,7 +470,9 @@ struct Piece {
   int line;
 };
 
-int line_at(const std::string& s, size_t pos) { return 1 + static_cast<int>(std::count(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(pos), '\n')); }
+int line_at(const std::string& s, size_t pos) {
+  return 1 + static_cast<int>(std::count(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(pos), '\n'));
+}
 
 // Cuts the source into pieces, applying the whitespace rules: '-' strips all whitespace on its side; block and
 // comment tags also take the indentation before them (lstrip_blocks) and one newline after them (trim_blocks).
@@ -462,7 +482,8 @@ std::expected<std::vector<Piece>, std::string> cut(const std::string& src) {
   bool strip_next = false;
   while (i <= src.size()) {
     size_t open = src.find('{', i);
-    while (open != std::string::npos && open + 1 < src.size() && std::string("{%#").find(src[open + 1]) == std::string::npos) {
+    while (open != std::string::npos && open + 1 < src.size() &&
+           std::string("{%#").find(src[open + 1]) == std::string::npos) {
       open = src.find('{', open + 1);
     }
     if (open + 1 >= src.size()) {
@@ -540,7 +561,7 @@ class StmtParser {
 
   // Parses nodes until a statement whose first word is in `stops` (returned in `stop`), or the end.
   std::expected<std::vector<Node>, std::string> block(std::initializer_list<const char*> stops, std::string& stop,
-                                                       ExprParser** stop_rest) {
+                                                      ExprParser** stop_rest) {
     std::vector<Node> nodes;
     while (m_i < m_p.size()) {
       const Piece& p = m_p[m_i++];
@@ -583,7 +604,8 @@ class StmtParser {
       nodes.push_back(std::move(*node));
     }
     if (stops.size() != 0) {
-      return std::unexpected("missing {% " + std::string(*stops.begin() == std::string("endfor") ? "endfor" : "endif") + " %}");
+      return std::unexpected("missing {% " + std::string(*stops.begin() == std::string("endfor") ? "endfor" : "endif") +
+                             " %}");
     }
     return nodes;
   }
@@ -789,13 +811,15 @@ class Evaluator {
       return o.j.contains(k.j.get<std::string>()) ? Value{o.j[k.j.get<std::string>()]} : undefined_value();
     }
     if ((o.j.is_array() || o.j.is_string()) && k.j.is_number_integer()) {
-      const int64_t n = o.j.is_array() ? static_cast<int64_t>(o.j.size()) : static_cast<int64_t>(o.j.get<std::string>().size());
+      const int64_t n =
+          o.j.is_array() ? static_cast<int64_t>(o.j.size()) : static_cast<int64_t>(o.j.get<std::string>().size());
       int64_t i = k.j.get<int64_t>();
       i = i < 0 ? i + n : i;
       if (i < 0 || i >= n) {
         return undefined_value();
       }
-      return o.j.is_array() ? Value{o.j[static_cast<size_t>(i)]} : Value{Json(o.j.get<std::string>().substr(static_cast<size_t>(i), 1))};
+      return o.j.is_array() ? Value{o.j[static_cast<size_t>(i)]}
+                            : Value{Json(o.j.get<std::string>().substr(static_cast<size_t>(i), 1))};
     }
     return undefined_value();
   }
@@ -869,7 +893,8 @@ class Evaluator {
     }
     if (op == "/") return Value{p / q};
     if (op == "//") return Value{ints ? Json(static_cast<int64_t>(std::floor(p / q))) : Json(std::floor(p / q))};
-    return Value{ints ? Json(((x.get<int64_t>() % y.get<int64_t>()) + y.get<int64_t>()) % y.get<int64_t>()) : Json(std::fmod(p, q))};
+    return Value{ints ? Json(((x.get<int64_t>() % y.get<int64_t>()) + y.get<int64_t>()) % y.get<int64_t>())
+                      : Json(std::fmod(p, q))};
   }
 
   Result test(const Expr& e) {
@@ -910,7 +935,8 @@ class Evaluator {
     if (f == "lower" || f == "upper") {
       std::string s = to_text(args[0]);
       for (char& c : s) {
-        c = static_cast<char>(f == "lower" ? std::tolower(static_cast<unsigned char>(c)) : std::toupper(static_cast<unsigned char>(c)));
+        c = static_cast<char>(f == "lower" ? std::tolower(static_cast<unsigned char>(c))
+                                           : std::toupper(static_cast<unsigned char>(c)));
       }
       return Value{s};
     }
@@ -967,7 +993,9 @@ class Evaluator {
       }
       if (m == "upper" || m == "lower") {
         std::string out = s;
-        for (char& c : out) c = static_cast<char>(m == "lower" ? std::tolower(static_cast<unsigned char>(c)) : std::toupper(static_cast<unsigned char>(c)));
+        for (char& c : out)
+          c = static_cast<char>(m == "lower" ? std::tolower(static_cast<unsigned char>(c))
+                                             : std::toupper(static_cast<unsigned char>(c)));
         return Value{out};
       }
       if (m == "split" && args.size() == 1) {
@@ -999,7 +1027,8 @@ class Evaluator {
         return args.size() > 1 ? args[1] : Value{Json()};
       }
     }
-    return std::unexpected("method '" + m + "' of " + std::string(self->undefined ? "undefined" : j.type_name()) + " is not supported");
+    return std::unexpected("method '" + m + "' of " + std::string(self->undefined ? "undefined" : j.type_name()) +
+                           " is not supported");
   }
 
   Scope& m_scope;
@@ -1061,7 +1090,8 @@ std::expected<void, std::string> run(const std::vector<Node>& nodes, Scope& scop
             frame[names[0]] = Value{item};
             return;
           }
-          for (size_t k = 0; k < names.size(); ++k) frame[names[k]] = item.is_array() && k < item.size() ? Value{item[k]} : undefined_value();
+          for (size_t k = 0; k < names.size(); ++k)
+            frame[names[k]] = item.is_array() && k < item.size() ? Value{item[k]} : undefined_value();
         };
         if (n.filter) {  // `for x in xs if c`: loop over the items that pass
           Json kept = Json::array();
@@ -1079,8 +1109,13 @@ std::expected<void, std::string> run(const std::vector<Node>& nodes, Scope& scop
         for (int64_t k = 0; k < length; ++k) {
           scope.emplace_back();
           bind(scope.back(), items[static_cast<size_t>(k)]);
-          scope.back()["loop"] = Value{Json{{"index0", k}, {"index", k + 1}, {"first", k == 0}, {"last", k == length - 1},
-                                            {"length", length}, {"revindex", length - k}, {"revindex0", length - k - 1}}};
+          scope.back()["loop"] = Value{Json{{"index0", k},
+                                            {"index", k + 1},
+                                            {"first", k == 0},
+                                            {"last", k == length - 1},
+                                            {"length", length},
+                                            {"revindex", length - k},
+                                            {"revindex0", length - k - 1}}};
           auto r = run(n.body, scope, out);
           scope.pop_back();
           if (!r) return r;

@@ -23,17 +23,27 @@ std::string render(const std::string& source, const Json& messages, bool gen = f
 
 TEST(ChatTemplateTest, TrimsBlocksAndStripsTheirIndentationAsTransformersDoes) {
   const Json m = Json::parse(R"([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}])");
-  EXPECT_EQ(render("{% for x in messages %}\n  {% if loop.first %}\n[{{ x.role }}]\n  {% endif %}\n{{ x['content'] }};\n{% endfor %}", m),
+  EXPECT_EQ(render("{% for x in messages %}\n  {% if loop.first %}\n[{{ x.role }}]\n  {% endif %}\n{{ x['content'] "
+                   "}};\n{% endfor %}",
+                   m),
             "[user]\na;\nb;\n");
   EXPECT_EQ(render("A  {{- ' B ' -}}  C {#- note -#} D", m), "A B CD");
 }
 
 TEST(ChatTemplateTest, LoopVariablesTestsFiltersAndMethods) {
   const Json m = Json::parse(R"([{"role": "user", "content": "  x  "}, {"role": "tool", "content": "y"}])");
-  EXPECT_EQ(render("{% for x in messages %}{{ loop.index0 }}/{{ loop.length }}{{ ',' if not loop.last }}{% endfor %}", m), "0/2,1/2");
-  EXPECT_EQ(render("{{ messages[0].content.strip() }}|{{ messages[0].content | trim | length }}|{{ messages[-1].role }}", m), "x|1|tool");
-  EXPECT_EQ(render("{{ messages[0].missing is defined }} {{ messages[0].missing is not defined }} {{ none }}", m), "False True None");
-  EXPECT_EQ(render("{% set n = messages | length %}{% if n > 1 and 'tool' in messages[1].role %}{{ n * 2 }}{% else %}no{% endif %}", m), "4");
+  EXPECT_EQ(
+      render("{% for x in messages %}{{ loop.index0 }}/{{ loop.length }}{{ ',' if not loop.last }}{% endfor %}", m),
+      "0/2,1/2");
+  EXPECT_EQ(
+      render("{{ messages[0].content.strip() }}|{{ messages[0].content | trim | length }}|{{ messages[-1].role }}", m),
+      "x|1|tool");
+  EXPECT_EQ(render("{{ messages[0].missing is defined }} {{ messages[0].missing is not defined }} {{ none }}", m),
+            "False True None");
+  EXPECT_EQ(render("{% set n = messages | length %}{% if n > 1 and 'tool' in messages[1].role %}{{ n * 2 }}{% else "
+                   "%}no{% endif %}",
+                   m),
+            "4");
   EXPECT_EQ(render("{% for x in messages if x.role == 'tool' %}{{ x.content }}{% else %}none{% endfor %}", m), "y");
 }
 

@@ -26,8 +26,10 @@ std::expected<ModelConfig, std::string> parse_config(const Json& j) {
   } else {
     return std::unexpected("config.json: model_type '" + type + "' is not supported (llama, qwen2, qwen3)");
   }
-  for (auto [field, key] : {std::pair{&c.vocab_size, "vocab_size"}, {&c.hidden_size, "hidden_size"},
-                            {&c.intermediate_size, "intermediate_size"}, {&c.num_layers, "num_hidden_layers"},
+  for (auto [field, key] : {std::pair{&c.vocab_size, "vocab_size"},
+                            {&c.hidden_size, "hidden_size"},
+                            {&c.intermediate_size, "intermediate_size"},
+                            {&c.num_layers, "num_hidden_layers"},
                             {&c.num_heads, "num_attention_heads"}}) {
     auto v = positive(j, key);
     if (!v) {
@@ -35,7 +37,8 @@ std::expected<ModelConfig, std::string> parse_config(const Json& j) {
     }
     *field = *v;
   }
-  c.num_kv_heads = j.value("num_key_value_heads", Json()).is_null() ? c.num_heads : j["num_key_value_heads"].get<int64_t>();
+  c.num_kv_heads =
+      j.value("num_key_value_heads", Json()).is_null() ? c.num_heads : j["num_key_value_heads"].get<int64_t>();
   c.head_dim = j.value("head_dim", Json()).is_null() ? c.hidden_size / c.num_heads : j["head_dim"].get<int64_t>();
   if (c.num_kv_heads <= 0 || c.num_heads % c.num_kv_heads != 0) {
     return std::unexpected("config.json: num_key_value_heads must divide num_attention_heads");

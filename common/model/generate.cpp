@@ -96,12 +96,18 @@ std::expected<Generator, std::string> Generator::load(const std::filesystem::pat
   return Generator(std::move(impl));
 }
 
-const Tokenizer& Generator::tokenizer() const { return m_impl->tokenizer; }
-const Transformer& Generator::model() const { return m_impl->model; }
-const std::vector<int32_t>& Generator::eos_ids() const { return m_impl->eos; }
+const Tokenizer& Generator::tokenizer() const {
+  return m_impl->tokenizer;
+}
+const Transformer& Generator::model() const {
+  return m_impl->model;
+}
+const std::vector<int32_t>& Generator::eos_ids() const {
+  return m_impl->eos;
+}
 
-std::expected<std::vector<Completion>, std::string> Generator::generate(const std::vector<std::vector<int32_t>>& prompts,
-                                                                        const SamplingParams& params) const {
+std::expected<std::vector<Completion>, std::string> Generator::generate(
+    const std::vector<std::vector<int32_t>>& prompts, const SamplingParams& params) const {
   const Transformer& model = m_impl->model;
   const ModelConfig& config = model.config();
   const int64_t batch = static_cast<int64_t>(prompts.size());

@@ -21,9 +21,9 @@ std::optional<Generator> tiny_generator() {
   return g ? std::optional<Generator>(std::move(*g)) : std::nullopt;
 }
 
-#define TINY_OR_SKIP(g)                                                             \
-  auto g = tiny_generator();                                                        \
-  if (!g) {                                                                         \
+#define TINY_OR_SKIP(g)                                                            \
+  auto g = tiny_generator();                                                       \
+  if (!g) {                                                                        \
     GTEST_SKIP() << "CA_MODEL_TINY not set (tests/cli/model_generate.sh sets it)"; \
   }
 
@@ -45,8 +45,10 @@ TEST(GeneratorTest, SameSeedSameTokensOtherSeedOtherTokens) {
 TEST(GeneratorTest, TopKOfOneIsGreedy) {
   TINY_OR_SKIP(g);
   std::vector<std::vector<int32_t>> prompts{{7, 8, 9}};
-  auto greedy = g->generate(prompts, {.temperature = 0, .top_p = 1, .top_k = 0, .seed = 0, .max_tokens = 12, .stop_ids = {}});
-  auto k1 = g->generate(prompts, {.temperature = 1.5, .top_p = 1, .top_k = 1, .seed = 3, .max_tokens = 12, .stop_ids = {}});
+  auto greedy =
+      g->generate(prompts, {.temperature = 0, .top_p = 1, .top_k = 0, .seed = 0, .max_tokens = 12, .stop_ids = {}});
+  auto k1 =
+      g->generate(prompts, {.temperature = 1.5, .top_p = 1, .top_k = 1, .seed = 3, .max_tokens = 12, .stop_ids = {}});
   ASSERT_TRUE(greedy && k1);
   EXPECT_EQ((*greedy)[0].ids, (*k1)[0].ids);
 }
@@ -74,7 +76,8 @@ TEST(GeneratorTest, StopTokenEndsOnlyItsSequence) {
 TEST(GeneratorTest, LogprobsEqualARecomputationByOneForwardPass) {
   TINY_OR_SKIP(g);
   std::vector<int32_t> prompt{3, 1, 4, 1, 5, 9, 2, 6};
-  auto out = g->generate({prompt}, {.temperature = 0.8, .top_p = 0.9, .top_k = 0, .seed = 5, .max_tokens = 20, .stop_ids = {}});
+  auto out = g->generate({prompt},
+                         {.temperature = 0.8, .top_p = 0.9, .top_k = 0, .seed = 5, .max_tokens = 20, .stop_ids = {}});
   ASSERT_TRUE(out);
   std::vector<int64_t> all(prompt.begin(), prompt.end());
   all.insert(all.end(), (*out)[0].ids.begin(), (*out)[0].ids.end());
@@ -117,12 +120,17 @@ TEST(GenerateReferenceTest, GreedyTokensAndLogprobsEqualTransformers) {
     const auto c = entry.path();
     auto g = Generator::load(c / "model");
     ASSERT_TRUE(g) << g.error();
-    const auto prompts = Json::parse(*read_file((c / "prompts.json").string())).get<std::vector<std::vector<int32_t>>>();
+    const auto prompts =
+        Json::parse(*read_file((c / "prompts.json").string())).get<std::vector<std::vector<int32_t>>>();
     const Json expected = Json::parse(*read_file((c / "expected.json").string()));
     const auto want_ids = expected["ids"].get<std::vector<std::vector<int32_t>>>();
     const auto want_lp = expected["logprobs"].get<std::vector<std::vector<double>>>();
-    SamplingParams p{.temperature = 0, .top_p = 1, .top_k = 0, .seed = 0,
-                     .max_tokens = static_cast<int64_t>(want_ids[0].size()), .stop_ids = {}};
+    SamplingParams p{.temperature = 0,
+                     .top_p = 1,
+                     .top_k = 0,
+                     .seed = 0,
+                     .max_tokens = static_cast<int64_t>(want_ids[0].size()),
+                     .stop_ids = {}};
     auto out = g->generate(prompts, p);
     ASSERT_TRUE(out) << out.error();
     double worst = 0;

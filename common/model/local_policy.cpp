@@ -10,7 +10,9 @@ namespace {
 class LocalPolicy final : public Policy {
  public:
   LocalPolicy(std::filesystem::path checkpoint, Generator generator, ChatTemplate chat, LocalPolicyOptions options)
-      : m_checkpoint(std::move(checkpoint)), m_generator(std::move(generator)), m_template(std::move(chat)),
+      : m_checkpoint(std::move(checkpoint)),
+        m_generator(std::move(generator)),
+        m_template(std::move(chat)),
         m_options(std::move(options)) {
     if (m_options.sampling.stop_ids.empty()) {
       m_options.sampling.stop_ids = m_generator.eos_ids();
@@ -62,8 +64,13 @@ class LocalPolicy final : public Policy {
     const SamplingParams& s = m_options.sampling;
     return {{"name", "local"},
             {"model", m_checkpoint.string()},
-            {"sampling", {{"temperature", s.temperature}, {"top_p", s.top_p}, {"top_k", s.top_k},
-                          {"max_tokens", s.max_tokens}, {"device", m_options.device}, {"dtype", m_options.dtype}}}};
+            {"sampling",
+             {{"temperature", s.temperature},
+              {"top_p", s.top_p},
+              {"top_k", s.top_k},
+              {"max_tokens", s.max_tokens},
+              {"device", m_options.device},
+              {"dtype", m_options.dtype}}}};
   }
 
  private:

@@ -49,13 +49,16 @@ TEST(LocalPolicyTest, TurnLogprobsEqualARecomputation) {
   const size_t prompt = all.size();
   all.insert(all.end(), turn->token_ids.begin(), turn->token_ids.end());
   const auto n = static_cast<int64_t>(all.size());
-  at::Tensor lp = generator->model().forward(at::tensor(all, at::kLong).view({1, n}), at::arange(n).view({1, n}), at::Tensor())
+  at::Tensor lp = generator->model()
+                      .forward(at::tensor(all, at::kLong).view({1, n}), at::arange(n).view({1, n}), at::Tensor())
                       .log_softmax(-1);
   double worst = 0;
   for (size_t k = 0; k < turn->token_ids.size(); ++k) {
-    worst = std::max(worst, std::abs(lp[0][static_cast<int64_t>(prompt + k) - 1][turn->token_ids[k]].item<double>() - turn->logprobs[k]));
+    worst = std::max(worst, std::abs(lp[0][static_cast<int64_t>(prompt + k) - 1][turn->token_ids[k]].item<double>() -
+                                     turn->logprobs[k]));
   }
-  std::printf("local policy turn: %zu tokens, logprobs against a forward pass: max abs diff %.3g\n", turn->token_ids.size(), worst);
+  std::printf("local policy turn: %zu tokens, logprobs against a forward pass: max abs diff %.3g\n",
+              turn->token_ids.size(), worst);
   EXPECT_LT(worst, 1e-4);
   EXPECT_EQ((*policy)->describe()["name"], "local");
 }

@@ -7,16 +7,23 @@
 namespace ca::model {
 namespace {
 
-constexpr std::string_view k_gpt2_pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+constexpr std::string_view k_gpt2_pattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 constexpr std::string_view k_qwen2_pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr std::string_view k_llama3_pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
-bool is_other(char32_t c) { return !is_whitespace(c) && !is_letter(c) && !is_number(c); }
-bool is_newline(char32_t c) { return c == '\r' || c == '\n'; }
+bool is_other(char32_t c) {
+  return !is_whitespace(c) && !is_letter(c) && !is_number(c);
+}
+bool is_newline(char32_t c) {
+  return c == '\r' || c == '\n';
+}
 
-char32_t lower_ascii(char32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+char32_t lower_ascii(char32_t c) {
+  return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
 
 // Length of a contraction ('s 't 're 've 'm 'll 'd) at `i`, or 0.
 size_t contraction(std::u32string_view t, size_t i, bool ignore_case) {

@@ -42,7 +42,9 @@ struct PairHash {
   size_t operator()(uint64_t k) const { return std::hash<uint64_t>()(k * 0x9E3779B97F4A7C15ull); }
 };
 
-uint64_t pair_key(int32_t a, int32_t b) { return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b); }
+uint64_t pair_key(int32_t a, int32_t b) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+}
 
 enum class Decoder { byte_fallback, fuse, replace, byte_level };
 struct DecodeStep {
@@ -50,7 +52,9 @@ struct DecodeStep {
   std::string pattern, content;  // for replace
 };
 
-bool is_word_char(char32_t c) { return is_letter(c) || is_number(c) || c == '_'; }
+bool is_word_char(char32_t c) {
+  return is_letter(c) || is_number(c) || c == '_';
+}
 
 }  // namespace
 
@@ -58,10 +62,10 @@ struct Tokenizer::Impl {
   std::unordered_map<std::string, int32_t> vocab;
   std::vector<std::string> id_to_token;
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>, PairHash> merges;  // (a, b) -> (rank, merged id)
-  std::array<int32_t, 256> byte_ids{};                                       // -1: byte's symbol not in vocab
+  std::array<int32_t, 256> byte_ids{};                                         // -1: byte's symbol not in vocab
   std::array<char32_t, 256> alphabet = byte_alphabet();
   std::unordered_map<char32_t, uint8_t> alphabet_inverse;
-  std::vector<AddedToken> added;                    // longest first
+  std::vector<AddedToken> added;  // longest first
   std::unordered_map<std::string, int32_t> added_ids;
   std::vector<bool> special;
   bool nfc = false;
@@ -158,8 +162,8 @@ void Tokenizer::Impl::encode_plain(std::string_view text, std::vector<int32_t>& 
 // Cuts `text` at added tokens: (piece, token) for tokens, (piece, nullptr) for the text between them. The first
 // pass (raw text) finds the tokens that are not normalized, the second (normalized text) those that are.
 std::vector<std::pair<std::string_view, const AddedToken*>> Tokenizer::Impl::split_added(std::string_view text,
-                                                                                       bool normalized_pass,
-                                                                                       SpecialTokens special) const {
+                                                                                         bool normalized_pass,
+                                                                                         SpecialTokens special) const {
   std::vector<std::pair<std::string_view, const AddedToken*>> out;
   size_t plain_start = 0;
   size_t i = 0;
@@ -289,7 +293,8 @@ std::expected<void, std::string> read_pre_tokenizer(const nlohmann::json& p, std
   return std::unexpected(where + ": pre-tokenizer '" + type + "' is not supported");
 }
 
-std::expected<void, std::string> read_decoder(const nlohmann::json& d, std::vector<DecodeStep>& out, const std::string& where) {
+std::expected<void, std::string> read_decoder(const nlohmann::json& d, std::vector<DecodeStep>& out,
+                                              const std::string& where) {
   if (d.is_null()) {
     return {};
   }
@@ -324,7 +329,8 @@ std::expected<Tokenizer, std::string> Tokenizer::from_json(const nlohmann::json&
   if (model.value("type", "BPE") != "BPE" || !model.contains("vocab") || !model["vocab"].is_object()) {
     return std::unexpected(where + ": model: only BPE with a vocab is supported");
   }
-  if (!model.value("continuing_subword_prefix", nlohmann::json()).is_null() || !model.value("end_of_word_suffix", nlohmann::json()).is_null()) {
+  if (!model.value("continuing_subword_prefix", nlohmann::json()).is_null() ||
+      !model.value("end_of_word_suffix", nlohmann::json()).is_null()) {
     return std::unexpected(where + ": model: subword prefixes and suffixes are not supported");
   }
   int32_t size = 0;
@@ -376,8 +382,8 @@ std::expected<Tokenizer, std::string> Tokenizer::from_json(const nlohmann::json&
     }
   }
   for (const nlohmann::json& a : json.value("added_tokens", nlohmann::json::array())) {
-    AddedToken t{a["content"].get<std::string>(), a["id"].get<int32_t>(), a.value("special", false),
-                 a.value("lstrip", false), a.value("rstrip", false), a.value("single_word", false),
+    AddedToken t{a["content"].get<std::string>(), a["id"].get<int32_t>(),   a.value("special", false),
+                 a.value("lstrip", false),        a.value("rstrip", false), a.value("single_word", false),
                  a.value("normalized", false)};
     impl->id_to_token[static_cast<size_t>(t.id)] = t.content;
     impl->special[static_cast<size_t>(t.id)] = t.special;
@@ -389,8 +395,8 @@ std::expected<Tokenizer, std::string> Tokenizer::from_json(const nlohmann::json&
   if (auto r = read_normalizer(json.value("normalizer", nlohmann::json()), impl->nfc, where + ": normalizer"); !r) {
     return std::unexpected(r.error());
   }
-  if (auto r = read_pre_tokenizer(json.value("pre_tokenizer", nlohmann::json()), impl->pre_tokenizers, impl->add_prefix_space,
-                                  where + ": pre_tokenizer");
+  if (auto r = read_pre_tokenizer(json.value("pre_tokenizer", nlohmann::json()), impl->pre_tokenizers,
+                                  impl->add_prefix_space, where + ": pre_tokenizer");
       !r) {
     return std::unexpected(r.error());
   }
@@ -541,6 +547,8 @@ bool Tokenizer::is_special(int32_t id) const {
   return id >= 0 && id < vocab_size() && m_impl->special[static_cast<size_t>(id)];
 }
 
-int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(m_impl->id_to_token.size()); }
+int32_t Tokenizer::vocab_size() const {
+  return static_cast<int32_t>(m_impl->id_to_token.size());
+}
 
 }  // namespace ca::model

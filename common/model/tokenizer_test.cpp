@@ -51,16 +51,18 @@ TEST(PreTokenizeTest, KnowsOnlyTheSupportedPatterns) {
 
 TEST(UnicodeTest, NfcComposesReordersAndKeepsExclusions) {
   EXPECT_EQ(utf8_encode(nfc(utf8_decode("e\u0301"))), "\u00e9");
-  EXPECT_EQ(utf8_encode(nfc(utf8_decode("\u1100\u1161\u11a8"))), "\uac01");  // Hangul L V T
+  EXPECT_EQ(utf8_encode(nfc(utf8_decode("\u1100\u1161\u11a8"))), "\uac01");   // Hangul L V T
   EXPECT_EQ(utf8_encode(nfc(utf8_decode("a\u0301\u0323"))), "\u1ea1\u0301");  // below (220) before above (230)
-  EXPECT_EQ(utf8_encode(nfc(utf8_decode("\u212b"))), "\u00c5");                // singleton: Angstrom sign
-  EXPECT_EQ(utf8_encode(nfc(utf8_decode("\u0958"))), "\u0915\u093c");          // composition exclusion
+  EXPECT_EQ(utf8_encode(nfc(utf8_decode("\u212b"))), "\u00c5");               // singleton: Angstrom sign
+  EXPECT_EQ(utf8_encode(nfc(utf8_decode("\u0958"))), "\u0915\u093c");         // composition exclusion
 }
 
 TEST(UnicodeTest, InvalidUtf8BecomesReplacementCharacters) {
-  EXPECT_EQ(utf8_decode("a\xff" "b\xc3"), (std::u32string{U'a', 0xFFFD, U'b', 0xFFFD}));
-  EXPECT_EQ(utf8_decode("\xc0\xaf"), (std::u32string{0xFFFD, 0xFFFD}));  // overlong
-  EXPECT_EQ(utf8_decode("\xe4\xb8x"), (std::u32string{0xFFFD, U'x'}));  // a cut character: one replacement
+  EXPECT_EQ(utf8_decode("a\xff"
+                        "b\xc3"),
+            (std::u32string{U'a', 0xFFFD, U'b', 0xFFFD}));
+  EXPECT_EQ(utf8_decode("\xc0\xaf"), (std::u32string{0xFFFD, 0xFFFD}));              // overlong
+  EXPECT_EQ(utf8_decode("\xe4\xb8x"), (std::u32string{0xFFFD, U'x'}));               // a cut character: one replacement
   EXPECT_EQ(utf8_decode("\xed\xa0\x80"), (std::u32string{0xFFFD, 0xFFFD, 0xFFFD}));  // surrogate
 }
 
@@ -133,10 +135,11 @@ TEST(TokenizerReferenceTest, IdsAndTextEqualTokenizersLibrary) {
       }
       const std::string text = c["text"];
       const auto ids = tok->encode(text);
-      const bool ok = ids == c["ids"].get<std::vector<int32_t>>() &&
-                      tok->encode(text, SpecialTokens::as_text) == c["ids_special_as_text"].get<std::vector<int32_t>>() &&
-                      tok->decode(ids) == c["decoded"].get<std::string>() &&
-                      tok->decode(ids, SkipSpecial::yes) == c["decoded_skip_special"].get<std::string>();
+      const bool ok =
+          ids == c["ids"].get<std::vector<int32_t>>() &&
+          tok->encode(text, SpecialTokens::as_text) == c["ids_special_as_text"].get<std::vector<int32_t>>() &&
+          tok->decode(ids) == c["decoded"].get<std::string>() &&
+          tok->decode(ids, SkipSpecial::yes) == c["decoded_skip_special"].get<std::string>();
       failed += !ok;
       EXPECT_TRUE(ok) << entry.path().filename() << ": " << Json(text).dump().substr(0, 200) << "\n  got  "
                       << Json(ids).dump().substr(0, 300) << "\n  want " << c["ids"].dump().substr(0, 300);

@@ -42,9 +42,10 @@ class MappedFile {
     if (fd < 0) {
       return std::unexpected(path + ": " + std::strerror(errno));
     }
-    struct stat st{};
+    struct stat st {};
     ::fstat(fd, &st);
-    void* p = st.st_size > 0 ? ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
+    void* p =
+        st.st_size > 0 ? ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
     ::close(fd);
     if (p == MAP_FAILED) {
       return std::unexpected(path + ": cannot map: " + std::strerror(errno));
@@ -81,7 +82,8 @@ std::expected<void, std::string> read_shard(const std::string& path, at::ScalarT
   for (const SafetensorsEntry& e : *entries) {
     auto type = scalar_type(e.dtype);
     if (!type) {
-      return std::unexpected(path + ": " + e.key + ": dtype " + std::string(dtype_name(e.dtype)) + " is not a float type");
+      return std::unexpected(path + ": " + e.key + ": dtype " + std::string(dtype_name(e.dtype)) +
+                             " is not a float type");
     }
     // from_blob does not own the mapping: the conversion (or clone) copies before the file is unmapped.
     at::Tensor t = at::from_blob(const_cast<uint8_t*>(data + e.begin), e.shape, at::TensorOptions().dtype(*type));
@@ -157,7 +159,9 @@ std::expected<Transformer, std::string> Transformer::from_weights(ModelConfig co
       return {};
     }
     if (it->second.sizes() != at::IntArrayRef(shape)) {
-      error = error.empty() ? name + ": shape " + c10::str(it->second.sizes()) + ", expected " + c10::str(at::IntArrayRef(shape)) : error;
+      error = error.empty()
+                  ? name + ": shape " + c10::str(it->second.sizes()) + ", expected " + c10::str(at::IntArrayRef(shape))
+                  : error;
     }
     return it->second;
   };
@@ -264,7 +268,7 @@ at::Tensor Transformer::rms_norm(const at::Tensor& x, const at::Tensor& weight) 
 
 std::pair<at::Tensor, at::Tensor> Transformer::rope(const at::Tensor& positions, at::ScalarType dtype) const {
   at::Tensor freqs = positions.to(at::kFloat).unsqueeze(-1) * m_inv_freq;  // [B, T, head_dim / 2]
-  at::Tensor emb = at::cat({freqs, freqs}, -1).unsqueeze(1);                // [B, 1, T, head_dim]
+  at::Tensor emb = at::cat({freqs, freqs}, -1).unsqueeze(1);               // [B, 1, T, head_dim]
   return {emb.cos().to(dtype), emb.sin().to(dtype)};
 }
 
@@ -319,7 +323,8 @@ at::Tensor Transformer::forward(const at::Tensor& ids, const at::Tensor& positio
       k = cache->keys[i].narrow(2, 0, total);
       v = cache->values[i].narrow(2, 0, total);
     }
-    at::Tensor a = at::scaled_dot_product_attention(q, k, v, attn_mask, 0.0, causal_only, scale, c.num_kv_heads != c.num_heads);
+    at::Tensor a =
+        at::scaled_dot_product_attention(q, k, v, attn_mask, 0.0, causal_only, scale, c.num_kv_heads != c.num_heads);
     h = h + at::linear(a.transpose(1, 2).reshape({batch, tokens, c.num_heads * c.head_dim}), l.o);
     x = rms_norm(h, l.post_norm);
     h = h + at::linear(at::silu(at::linear(x, l.gate)) * at::linear(x, l.up), l.down);

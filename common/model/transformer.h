@@ -30,7 +30,8 @@ class Transformer {
   static std::expected<Transformer, std::string> load(const std::filesystem::path& dir, at::Device device = at::kCPU,
                                                       at::ScalarType dtype = at::kFloat);
   /// A model with the given config and `weights` (Hugging Face names); checks that every weight is there.
-  static std::expected<Transformer, std::string> from_weights(ModelConfig config, std::map<std::string, at::Tensor> weights);
+  static std::expected<Transformer, std::string> from_weights(ModelConfig config,
+                                                              std::map<std::string, at::Tensor> weights);
 
   /// Writes config.json and model.safetensors (in the weights' dtype) into `dir` (created), each file atomically.
   std::expected<void, std::string> save(const std::filesystem::path& dir) const;

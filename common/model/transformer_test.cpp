@@ -92,7 +92,8 @@ TEST(TransformerTest, WrongShapeIsNamed) {
   std::map<std::string, at::Tensor> w{{"model.embed_tokens.weight", at::zeros({5, 5})}};
   auto m = Transformer::from_weights(*c, w);
   ASSERT_FALSE(m);
-  EXPECT_NE(m.error().find("model.embed_tokens.weight: shape [5, 5], expected [97, 32]"), std::string::npos) << m.error();
+  EXPECT_NE(m.error().find("model.embed_tokens.weight: shape [5, 5], expected [97, 32]"), std::string::npos)
+      << m.error();
 }
 
 TEST(TransformerTest, CachedDecodingEqualsOneFullPass) {

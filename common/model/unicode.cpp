@@ -29,8 +29,8 @@ struct Composition {
 #include "model/unicode_tables.inc"
 
 bool in_ranges(std::span<const CodeRange> ranges, char32_t cp) {
-  auto it = std::upper_bound(ranges.begin(), ranges.end(), cp,
-                             [](char32_t c, const CodeRange& r) { return c < r.first; });
+  auto it =
+      std::upper_bound(ranges.begin(), ranges.end(), cp, [](char32_t c, const CodeRange& r) { return c < r.first; });
   return it != ranges.begin() && cp <= std::prev(it)->last;
 }
 
@@ -174,8 +174,7 @@ bool is_number(char32_t cp) {
 
 bool is_whitespace(char32_t cp) {
   return (cp >= 0x9 && cp <= 0xD) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
-         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
-         cp == 0x3000;
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
 int combining_class(char32_t cp) {
@@ -218,7 +217,8 @@ std::u32string nfc(std::u32string_view text) {
   int last_class = -1;
   for (char32_t cp : d) {
     const int cls = combining_class(cp);
-    const bool blocked = starter == std::u32string::npos || (last_class != -1 && (last_class == 0 || last_class >= cls));
+    const bool blocked =
+        starter == std::u32string::npos || (last_class != -1 && (last_class == 0 || last_class >= cls));
     if (!blocked) {
       if (char32_t c = compose_pair(out[starter], cp); c != 0) {
         out[starter] = c;

@@ -1,14 +1,8 @@
 #include "policy/factory.h"
 
+#include "policy/builtin/builtin_policy.h"
 #include "policy/openai_policy.h"
 #include "policy/replay_policy.h"
-
-// The built-in policy is written beside this one; until its implementation (builtin_policy.cpp) is there, `builtin`
-// is an error rather than a link failure.
-#if __has_include("policy/builtin/builtin_policy.cpp")
-#include "policy/builtin/builtin_policy.h"
-#define CA_HAVE_BUILTIN_POLICY 1
-#endif
 
 namespace ca {
 
@@ -27,13 +21,9 @@ std::expected<std::unique_ptr<Policy>, std::string> make_policy(const std::strin
     return make_replay_policy(std::make_shared<const std::vector<Json>>(std::move(*trajectories)), rest);
   }
   if (scheme == "builtin") {
-#ifdef CA_HAVE_BUILTIN_POLICY
     BuiltinOptions builtin;
     builtin.variants = options.builtin_variants;
     return make_builtin_policy(builtin);
-#else
-    return std::unexpected("the builtin policy is not built into this ca-rollout yet (common/policy/builtin/)");
-#endif
   }
   if (scheme == "local") {
     return std::unexpected(

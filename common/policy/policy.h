@@ -25,14 +25,14 @@ struct ToolCall {
 
 /// One assistant turn and what it cost.
 struct AssistantTurn {
-  std::string content;                 // text outside tool calls (may be empty)
-  std::vector<ToolCall> tool_calls;    // in the order the model made them
-  std::string finish_reason;           // "stop", "tool_calls", "length", ... as the policy reports it
-  int64_t prompt_tokens = -1;          // -1: the policy does not know
+  std::string content;               // text outside tool calls (may be empty)
+  std::vector<ToolCall> tool_calls;  // in the order the model made them
+  std::string finish_reason;         // "stop", "tool_calls", "length", ... as the policy reports it
+  int64_t prompt_tokens = -1;        // -1: the policy does not know
   int64_t completion_tokens = -1;
-  std::vector<int64_t> token_ids;      // the completion's tokens, when the policy has them
-  std::vector<double> logprobs;        // one per token id, when the policy has them
-  Json extra = Json::object();         // policy-specific facts kept in the trajectory (a reasoning note, a request id)
+  std::vector<int64_t> token_ids;  // the completion's tokens, when the policy has them
+  std::vector<double> logprobs;    // one per token id, when the policy has them
+  Json extra = Json::object();     // policy-specific facts kept in the trajectory (a reasoning note, a request id)
 };
 
 /// What a policy knows of the episode it acts in: the task record (the built-in
@@ -41,7 +41,7 @@ struct EpisodeInfo {
   Json task;
   std::string backend;  // "cpu" or "cuda"
   uint64_t seed = 0;
-  int sample = 0;       // which of --samples K episodes of this task
+  int sample = 0;  // which of --samples K episodes of this task
 };
 
 /// Why a turn could not be had. `retryable` errors were already retried by the

@@ -11,16 +11,16 @@
 
 #include <ATen/Parallel.h>
 
-#include "verify/candidates.h"
-#include "torch/compare.h"
-#include "torch/compiled.h"
-#include "torch/interpreter.h"
-#include "torch/task_check.h"
-#include "torch/runner_calls.h"
-#include "torch/tensors.h"
 #include "timing/clock.h"
 #include "timing/lease.h"
 #include "timing/speed_of_light.h"
+#include "torch/compare.h"
+#include "torch/compiled.h"
+#include "torch/interpreter.h"
+#include "torch/runner_calls.h"
+#include "torch/task_check.h"
+#include "torch/tensors.h"
+#include "verify/candidates.h"
 
 namespace ca {
 namespace {
@@ -135,7 +135,8 @@ class LoadedBaselines {
     std::shared_ptr<CompiledProgram> program;
     bool kept = false;  // loaded for an earlier candidate
   };
-  std::expected<Found, std::string> get(const Program& program, const at::Device& device, const CompiledOptions& options) {
+  std::expected<Found, std::string> get(const Program& program, const at::Device& device,
+                                        const CompiledOptions& options) {
     auto key = compiled_key_text(program, device, options);
     if (!key) return Error(key.error());
     std::lock_guard lock(m_mutex);
@@ -172,7 +173,8 @@ CompiledOptions baseline_options(const ProfileOptions& options) {
   return compiled;
 }
 
-std::expected<Json, std::string> profile_candidate(const Json& task, const Json& candidate, const ProfileOptions& options) {
+std::expected<Json, std::string> profile_candidate(const Json& task, const Json& candidate,
+                                                   const ProfileOptions& options) {
   auto task_program = load_task_program(task);
   if (!task_program) return Error(task_program.error());
   Interpreter* interpreter = &task_program->interpreter;
@@ -181,8 +183,12 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   const Backend backend = options.build.backend;
   const at::Device device = backend == Backend::cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
 
-  Json profile = {{"ok", true}, {"message", ""}, {"device", device_description(backend, 0)}, {"backend", backend_name(backend)},
-                  {"method", k_method}, {"precision", options.compiled.allow_tf32 ? "tf32" : "fp32"}};
+  Json profile = {{"ok", true},
+                  {"message", ""},
+                  {"device", device_description(backend, 0)},
+                  {"backend", backend_name(backend)},
+                  {"method", k_method},
+                  {"precision", options.compiled.allow_tf32 ? "tf32" : "fp32"}};
   Phases phases;
   auto files = candidate_files(candidate);
   if (!files) return failed(profile, "static", files.error());
@@ -200,7 +206,9 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
     if (loaded) {
       compiled = loaded->program;
       const bool cached = loaded->kept || compiled->cached();
-      profile["compile"] = {{"key", compiled->key()}, {"cached", cached}, {"seconds", cached ? 0.0 : compiled->compile_seconds()},
+      profile["compile"] = {{"key", compiled->key()},
+                            {"cached", cached},
+                            {"seconds", cached ? 0.0 : compiled->compile_seconds()},
                             {"kept", loaded->kept}};
     } else {
       profile["compile_error"] = loaded.error();
@@ -229,7 +237,7 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   } else {
     clock = make_cpu_clock();
   }
-  // Baselines get the candidate's threads (cpu) and the precision mode the record states (DESIGN §8).
+  // Baselines get the candidate's threads (cpu) and the precision mode the record states (docs/RECORDS.md#reward).
   at::set_num_threads(options.num_threads);
   at::globalContext().setAllowTF32CuBLAS(options.compiled.allow_tf32);
   at::globalContext().setAllowTF32CuDNN(options.compiled.allow_tf32);
@@ -263,7 +271,8 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
     began.emplace_back();
     for (int k = 0; k < 3; ++k) {
       int which = (round + k) % 3;
-      began.back()[size_t(which)] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+      began.back()[size_t(which)] =
+          std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
       if (which == 0) {
         std::vector<RunnerCall> runner_calls;
         for (uint64_t seed : seeds) runner_calls.push_back({seed, false});
@@ -321,12 +330,15 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
         }
       }
       ++checked;
-      if (i > 0) times[0].push_back(counted_us({candidate_run->calls[i].report->device_us, candidate_run->calls[i].report->wall_us}));
+      if (i > 0)
+        times[0].push_back(
+            counted_us({candidate_run->calls[i].report->device_us, candidate_run->calls[i].report->wall_us}));
     }
     at::set_num_threads(options.num_threads);
     phases.mark("check");
     times[1].insert(times[1].end(), eager_run->times.begin(), eager_run->times.end());
-    if (compiled_run_times) times[2].insert(times[2].end(), compiled_run_times->times.begin(), compiled_run_times->times.end());
+    if (compiled_run_times)
+      times[2].insert(times[2].end(), compiled_run_times->times.begin(), compiled_run_times->times.end());
     if (round == 0 && options.rounds > 1) {
       // Enough calls that each method's measured time reaches min_ms over the rounds.
       double slowest = std::max({stats_of(times[0]).median, stats_of(times[1]).median, 1.0});
@@ -344,14 +356,18 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
     size_t first = options.rounds > 1 ? rounds[1][method] : 0;
     return std::vector<double>(times[method].begin() + long(first), times[method].end());
   };
-  Stats candidate_stats = stats_of(counted(0)), eager_stats = stats_of(counted(1)), compile_stats = stats_of(counted(2));
+  Stats candidate_stats = stats_of(counted(0)), eager_stats = stats_of(counted(1)),
+        compile_stats = stats_of(counted(2));
   bool has_compile = compiled != nullptr && compile_stats.count > 0;
   profile["rounds"] = options.rounds;
-  profile["times_us"] = {{"candidate", candidate_stats.median}, {"eager", eager_stats.median},
+  profile["times_us"] = {{"candidate", candidate_stats.median},
+                         {"eager", eager_stats.median},
                          {"compile", has_compile ? Json(compile_stats.median) : Json(nullptr)}};
-  profile["spread"] = {{"candidate", candidate_stats.spread}, {"eager", eager_stats.spread},
+  profile["spread"] = {{"candidate", candidate_stats.spread},
+                       {"eager", eager_stats.spread},
                        {"compile", has_compile ? Json(compile_stats.spread) : Json(nullptr)}};
-  profile["count"] = {{"candidate", candidate_stats.count}, {"eager", eager_stats.count}, {"compile", compile_stats.count}};
+  profile["count"] = {
+      {"candidate", candidate_stats.count}, {"eager", eager_stats.count}, {"compile", compile_stats.count}};
   profile["checked_calls"] = checked;
   if (options.samples) {
     // Every timed call's counted time, round by round, to tell a shifted profile from a bimodal one.
@@ -361,7 +377,8 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
       Json per_round = Json::array();
       for (size_t k = 0; k < rounds.size(); ++k) {
         size_t end = k + 1 < rounds.size() ? rounds[k + 1][method] : times[method].size();
-        per_round.push_back(std::vector<double>(times[method].begin() + long(rounds[k][method]), times[method].begin() + long(end)));
+        per_round.push_back(
+            std::vector<double>(times[method].begin() + long(rounds[k][method]), times[method].begin() + long(end)));
       }
       samples[names[method]] = std::move(per_round);
       Json starts = Json::array();
@@ -377,9 +394,10 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   speedup["vs_compile"] = has_compile ? Json(compile_stats.median / candidate_stats.median) : Json(nullptr);
   profile["speedup"] = speedup;
   if (candidate_stats.median < floor) {
-    return failed(profile, "floor", "the candidate's median " + std::to_string(candidate_stats.median) +
-                                        " us is below the task's speed-of-light floor of " + std::to_string(floor) +
-                                        " us (its bytes over the device's peak bandwidth): the time is not real");
+    return failed(profile, "floor",
+                  "the candidate's median " + std::to_string(candidate_stats.median) +
+                      " us is below the task's speed-of-light floor of " + std::to_string(floor) +
+                      " us (its bytes over the device's peak bandwidth): the time is not real");
   }
   return profile;
 }

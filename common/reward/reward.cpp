@@ -13,7 +13,8 @@ struct RuleName {
   RewardRule rule;
   const char* name;
 };
-constexpr RuleName k_rules[] = {{RewardRule::paper, "paper"}, {RewardRule::binary, "binary"}, {RewardRule::log_speedup, "log-speedup"}};
+constexpr RuleName k_rules[] = {
+    {RewardRule::paper, "paper"}, {RewardRule::binary, "binary"}, {RewardRule::log_speedup, "log-speedup"}};
 
 const char* rule_name(RewardRule rule) {
   for (const auto& r : k_rules) {
@@ -71,34 +72,43 @@ std::expected<Json, std::string> add_reward(const Json& record, const RewardOpti
   RewardRule rule = options.rule;
   if (!(*ok)->get<bool>()) {
     std::string stage = (*verify)->value("stage", "?");
-    out["reward"] = reward(-1, rule, "verification failed at stage '" + stage + "': " + (*verify)->value("message", ""));
+    out["reward"] =
+        reward(-1, rule, "verification failed at stage '" + stage + "': " + (*verify)->value("message", ""));
     return out;
   }
   auto profile = record.find("profile");
   bool profiled = profile != record.end() && profile->is_object();
-  // A candidate that was wrong while timed (EXPLOITS B12) or faster than physics (C10) is wrong.
+  // A candidate that was wrong while timed (docs/EXPLOITS.md, B12) or faster than physics (C10) is wrong.
   if (profiled && profile->value("ok", true) == false && !profile->contains("skipped")) {
-    out["reward"] = reward(-1, rule, "profiling failed at stage '" + profile->value("stage", "?") + "': " + profile->value("message", ""));
+    out["reward"] = reward(
+        -1, rule, "profiling failed at stage '" + profile->value("stage", "?") + "': " + profile->value("message", ""));
     return out;
   }
   auto vs_eager = profiled ? speedup(*profile, "vs_eager") : std::nullopt;
   auto vs_compile = profiled ? speedup(*profile, "vs_compile") : std::nullopt;
   if (rule == RewardRule::binary || !vs_eager) {
-    out["reward"] = reward(1, rule, rule == RewardRule::binary ? "correct" : "correct; no eager timing in profile, so speed earns nothing");
+    out["reward"] =
+        reward(1, rule,
+               rule == RewardRule::binary ? "correct" : "correct; no eager timing in profile, so speed earns nothing");
     return out;
   }
   if (rule == RewardRule::log_speedup) {
     double base = vs_compile ? *vs_compile : *vs_eager;
-    out["reward"] = reward(1 + std::max(0.0, std::log2(base)), rule,
-                           "correct; speedup " + fixed(base) + "x over " + (vs_compile ? "compile" : "eager (no compile baseline)"));
+    out["reward"] = reward(
+        1 + std::max(0.0, std::log2(base)), rule,
+        "correct; speedup " + fixed(base) + "x over " + (vs_compile ? "compile" : "eager (no compile baseline)"));
     return out;
   }
-  std::string speeds = "speedup " + fixed(*vs_eager) + "x over eager, " + (vs_compile ? fixed(*vs_compile) + "x over compile" : "no compile baseline");
+  std::string speeds = "speedup " + fixed(*vs_eager) + "x over eager, " +
+                       (vs_compile ? fixed(*vs_compile) + "x over compile" : "no compile baseline");
   if (*vs_eager > options.eager_threshold && vs_compile && *vs_compile > options.compile_threshold) {
     out["reward"] = reward(3, rule, "correct and faster than eager and compile (" + speeds + ")");
   } else if (*vs_eager > options.eager_threshold) {
-    out["reward"] = reward(2, rule, std::string(vs_compile ? "correct and faster than eager only" : "correct and faster than eager; capped at 2 without a compile baseline") +
-                                        " (" + speeds + ")");
+    out["reward"] =
+        reward(2, rule,
+               std::string(vs_compile ? "correct and faster than eager only"
+                                      : "correct and faster than eager; capped at 2 without a compile baseline") +
+                   " (" + speeds + ")");
   } else {
     out["reward"] = reward(1, rule, "correct, not faster than eager by the threshold (" + speeds + ")");
   }

@@ -1,4 +1,4 @@
-// The episode reward (DESIGN §8) from a record's `verify` and `profile`.
+// The episode reward (docs/RECORDS.md#reward) from a record's `verify` and `profile`.
 #pragma once
 
 #include <expected>
@@ -20,7 +20,7 @@ std::expected<RewardRule, std::string> parse_reward_rule(std::string_view name);
 
 struct RewardOptions {
   RewardRule rule = RewardRule::paper;
-  double eager_threshold = 1.05;    // "faster" means speedup above this
+  double eager_threshold = 1.05;  // "faster" means speedup above this
   double compile_threshold = 1.05;
 };
 

@@ -6,7 +6,9 @@ namespace ca {
 namespace {
 
 Json record(bool ok, Json profile = nullptr) {
-  Json r = {{"kind", "candidate"}, {"task_id", "t"}, {"verify", {{"ok", ok}, {"stage", ok ? "" : "compare"}, {"message", ok ? "" : "max_abs 3.2"}}}};
+  Json r = {{"kind", "candidate"},
+            {"task_id", "t"},
+            {"verify", {{"ok", ok}, {"stage", ok ? "" : "compare"}, {"message", ok ? "" : "max_abs 3.2"}}}};
   if (!profile.is_null()) r["profile"] = profile;
   return r;
 }
@@ -66,7 +68,8 @@ TEST(RewardTest, VariantsAndErrors) {
   RewardOptions log_rule{RewardRule::log_speedup};
   EXPECT_DOUBLE_EQ(value_of(record(true, speeds(8, 4)), log_rule), 3.0);
   EXPECT_FALSE(add_reward(Json{{"kind", "candidate"}}, {}));
-  EXPECT_EQ(parse_reward_rule("papr").error(), "unknown rule 'papr', did you mean 'paper'? (one of 'paper', 'binary', 'log-speedup')");
+  EXPECT_EQ(parse_reward_rule("papr").error(),
+            "unknown rule 'papr', did you mean 'paper'? (one of 'paper', 'binary', 'log-speedup')");
 }
 
 }  // namespace ca
@@ -75,11 +78,13 @@ namespace ca {
 
 TEST(RewardTest, FailedProfileIsWrongButSkippedProfileCapsAtOne) {
   Json wrong_while_timed = speeds(5, 5);
-  wrong_while_timed.update({{"ok", false}, {"stage", "compare"}, {"message", "round 2/5, call 3, output 0: max_abs 1"}});
+  wrong_while_timed.update(
+      {{"ok", false}, {"stage", "compare"}, {"message", "round 2/5, call 3, output 0: max_abs 1"}});
   auto out = add_reward(record(true, wrong_while_timed), {});
   ASSERT_TRUE(out);
   EXPECT_EQ((*out)["reward"]["value"], -1);
-  EXPECT_NE((*out)["reward"]["reason"].get<std::string>().find("profiling failed at stage 'compare'"), std::string::npos);
+  EXPECT_NE((*out)["reward"]["reason"].get<std::string>().find("profiling failed at stage 'compare'"),
+            std::string::npos);
   EXPECT_EQ(value_of(record(true, {{"ok", false}, {"skipped", "verification failed"}})), 1);
   Json fine = speeds(5, 5);
   fine["ok"] = true;

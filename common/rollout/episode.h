@@ -1,4 +1,4 @@
-// One episode (DESIGN §9): a workspace for the task, a conversation with the
+// One episode (docs/TRAJECTORY.md): a workspace for the task, a conversation with the
 // policy through the tools until it finishes, stops calling tools or hits a
 // limit, then the harness's own judgement of kernels/, all in one trajectory
 // record (docs/TRAJECTORY.md).

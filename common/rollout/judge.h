@@ -1,4 +1,4 @@
-// The harness's own judgement of an episode (DESIGN §9): after the episode,
+// The harness's own judgement of an episode (docs/TRAJECTORY.md): after the episode,
 // the workspace's kernels/ become a candidate record that goes through
 // ca-verify, ca-profile and ca-reward as subprocesses; nothing the agent said
 // or measured enters the reward.

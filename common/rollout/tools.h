@@ -1,4 +1,4 @@
-// The agent's tools (DESIGN §9) over one workspace: bash in its sandbox,
+// The agent's tools (docs/TRAJECTORY.md) over one workspace: bash in its sandbox,
 // str_replace_editor, glob, verify, profile and finish, with their OpenAI
 // function schemas. The sandbox and the checks run as the ca-sandbox,
 // ca-verify and ca-profile executables beside ca-rollout.

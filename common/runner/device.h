@@ -24,7 +24,7 @@ struct CallOutcome {
 };
 
 /// One backend's memory and synchronisation. Buffers handed out by fresh() and scratch() are the device's to free;
-/// none of them is ever at an address an earlier call was handed (EXPLOITS C5).
+/// none of them is ever at an address an earlier call was handed (docs/EXPLOITS.md, C5).
 class Device {
  public:
   virtual ~Device() = default;
@@ -47,9 +47,9 @@ class Device {
   /// staging memory (pageable memory where even that cannot be had). Fails with context_lost when the device fails.
   virtual std::expected<void, RunError> copy_out(const void* data, std::span<uint8_t> to) = 0;
   /// Right before ca_forward: waits for the copies, undoes state a previous call may have left (persisting L2,
-  /// EXPLOITS C8) and clears stale errors. Fails with context_lost when the device is unusable.
+  /// docs/EXPLOITS.md, C8) and clears stale errors. Fails with context_lost when the device is unusable.
   virtual std::expected<void, RunError> before_call() = 0;
-  /// Right after ca_forward: waits for all work on the device, whatever stream it was queued on (EXPLOITS C1).
+  /// Right after ca_forward: waits for all work on the device, whatever stream it was queued on (docs/EXPLOITS.md, C1).
   virtual CallOutcome after_call() = 0;
   /// The timer of every call, the same method the trusted side times the baselines with.
   virtual CallClock& clock() = 0;

@@ -54,7 +54,8 @@ class CpuDevice final : public Device {
     auto block = fresh(bytes, what);
     if (!block) return Error(block.error());
     std::span<uint8_t> input(*block, bytes);
-    if (auto drawn = draw_tensor(spec, seed, stream, input); !drawn) return Error({RunFailure::bad_request, drawn.error()});
+    if (auto drawn = draw_tensor(spec, seed, stream, input); !drawn)
+      return Error({RunFailure::bad_request, drawn.error()});
     // Hashing is far cheaper than drawing again on the host.
     m_input_hashes[*block] = hash_bytes(input);
     return *block;
@@ -100,25 +101,31 @@ class CpuDevice final : public Device {
  private:
   // malloc and plain mmap hand a just-freed address out again, and a profile makes hundreds of calls. Each buffer is
   // mapped at the next address above every earlier one instead, and unmapped after its call: addresses are never
-  // reused (EXPLOITS C5) and memory is not kept. The kernel refuses (EEXIST) a range something else holds; skip it.
+  // reused (docs/EXPLOITS.md, C5) and memory is not kept. The kernel refuses (EEXIST) a range something else holds;
+  // skip it.
   std::expected<uint8_t*, RunError> fresh(size_t bytes, const std::string& what) {
-    if (bytes > k_max_bytes) return Error({RunFailure::io_error, "cannot allocate " + std::to_string(bytes) + " bytes for " + what});
+    if (bytes > k_max_bytes)
+      return Error({RunFailure::io_error, "cannot allocate " + std::to_string(bytes) + " bytes for " + what});
     const size_t page = size_t(sysconf(_SC_PAGESIZE));
     const size_t size = std::max(page, (bytes + page - 1) / page * page);
     for (int attempt = 0; attempt < k_fresh_attempts; ++attempt) {
       void* want = reinterpret_cast<void*>(m_next);
-      void* got = mmap(want, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+      void* got = mmap(want, size, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
       // A guard page between buffers, so an overrun faults instead of reaching the next tensor.
       m_next += size + page;
       if (got == want) {
         m_call.emplace_back(static_cast<uint8_t*>(got), size);
         return static_cast<uint8_t*>(got);
       }
-      if (got != MAP_FAILED) munmap(got, size);  // a kernel without MAP_FIXED_NOREPLACE took it as a hint
-      else if (errno == ENOMEM) break;
+      if (got != MAP_FAILED)
+        munmap(got, size);  // a kernel without MAP_FIXED_NOREPLACE took it as a hint
+      else if (errno == ENOMEM)
+        break;
       m_next += k_skip;
     }
-    return Error({RunFailure::io_error, "cannot map " + std::to_string(bytes) + " bytes for " + what + " at a fresh address"});
+    return Error(
+        {RunFailure::io_error, "cannot map " + std::to_string(bytes) + " bytes for " + what + " at a fresh address"});
   }
 
   struct Mapping {
@@ -133,8 +140,8 @@ class CpuDevice final : public Device {
   };
 
   uintptr_t m_next = k_first_address;
-  std::vector<Mapping> m_call;   // this call's inputs and outputs
-  std::vector<Block> m_scratch;  // this call's workspace
+  std::vector<Mapping> m_call;                               // this call's inputs and outputs
+  std::vector<Block> m_scratch;                              // this call's workspace
   std::unordered_map<const void*, uint64_t> m_input_hashes;  // this call's inputs, as fresh_input made them
   std::unique_ptr<CallClock> m_clock = make_cpu_clock();
 };

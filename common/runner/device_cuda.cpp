@@ -30,7 +30,8 @@ std::string describe(cudaError_t error) {
 // overwrite what cudaGetLastError reports in after_call().
 class KeepErrorClock final : public CallClock {
  public:
-  KeepErrorClock(std::unique_ptr<CallClock> clock, cudaError_t& pending) : m_clock(std::move(clock)), m_pending(pending) {}
+  KeepErrorClock(std::unique_ptr<CallClock> clock, cudaError_t& pending)
+      : m_clock(std::move(clock)), m_pending(pending) {}
   void prepare() override { m_clock->prepare(); }
   void start() override { m_clock->start(); }
   ClockSample stop() override {
@@ -110,7 +111,8 @@ class CudaDevice final : public Device {
       return hash_bytes(*bytes) != m_file_hashes.at(data);
     }
     bool differs = false;
-    if (cudaError_t error = differs_on_device(draw_params(spec), spec.dtype, count, seed, stream, data, m_stream, differs);
+    if (cudaError_t error =
+            differs_on_device(draw_params(spec), spec.dtype, count, seed, stream, data, m_stream, differs);
         error != cudaSuccess) {
       return Error({RunFailure::context_lost, "checking input '" + spec.name + "' on the device: " + describe(error)});
     }
@@ -150,8 +152,8 @@ class CudaDevice final : public Device {
     if (cudaError_t error = cudaDeviceSynchronize(); error != cudaSuccess) {
       return Error({RunFailure::context_lost, "the device failed before the call: " + describe(error)});
     }
-    // EXPLOITS C8: no access-policy window survives an earlier call (the clock's prepare() drops persisting lines
-    // and the limit). A device without persisting L2 refuses this harmlessly; the error is cleared below.
+    // docs/EXPLOITS.md, C8: no access-policy window survives an earlier call (the clock's prepare() drops persisting
+    // lines and the limit). A device without persisting L2 refuses this harmlessly; the error is cleared below.
     cudaStreamAttrValue no_window{};
     cudaStreamSetAttribute(m_stream, cudaStreamAttributeAccessPolicyWindow, &no_window);
     // The handle is shared by every call, so settings a call changed (TF32 math, device pointers) are put back.
@@ -170,7 +172,8 @@ class CudaDevice final : public Device {
 
   CallOutcome after_call() override {
     cudaSetDevice(m_index);
-    // Device-wide, so work queued on streams of the candidate's own is waited for and judged too (EXPLOITS C1).
+    // Device-wide, so work queued on streams of the candidate's own is waited for and judged too (docs/EXPLOITS.md,
+    // C1).
     cudaError_t synced = cudaDeviceSynchronize();
     cudaError_t last = cudaGetLastError();
     cudaError_t error = synced != cudaSuccess ? synced : m_pending != cudaSuccess ? m_pending : last;
@@ -190,8 +193,8 @@ class CudaDevice final : public Device {
     cudaError_t error = cudaMalloc(&data, std::max<size_t>(bytes, 1));
     cudaGetLastError();
     if (error != cudaSuccess) return nullptr;
-    // 0xFF bytes are a NaN in every float dtype (EXPLOITS B1); queued on the call's stream, before the work that
-    // uses the scratch.
+    // 0xFF bytes are a NaN in every float dtype (docs/EXPLOITS.md, B1); queued on the call's stream, before the work
+    // that uses the scratch.
     cudaMemsetAsync(data, 0xFF, bytes, m_stream);
     m_scratch.push_back(data);
     return data;
@@ -298,11 +301,11 @@ class CudaDevice final : public Device {
   cudaError_t m_pending = cudaSuccess;  // a launch error seen while handing out scratch or stopping the clock
   KeepErrorClock m_timed;
   std::unordered_set<uintptr_t> m_seen;
-  std::vector<void*> m_call;     // this call's inputs and outputs
-  std::vector<void*> m_retired;  // earlier calls' inputs and outputs
-  std::vector<void*> m_scratch;  // this call's workspace
+  std::vector<void*> m_call;                                // this call's inputs and outputs
+  std::vector<void*> m_retired;                             // earlier calls' inputs and outputs
+  std::vector<void*> m_scratch;                             // this call's workspace
   std::unordered_map<const void*, uint64_t> m_file_hashes;  // this call's file-init inputs, as copied
-  void* m_staging = nullptr;  // pinned host memory for stage()
+  void* m_staging = nullptr;                                // pinned host memory for stage()
   size_t m_staging_bytes = 0;
   std::vector<uint8_t> m_pageable;  // stage()'s fallback when pinning fails
 };

@@ -64,7 +64,7 @@ extern "C" int ca_forward(ca_context* ctx, const ca_tensor*, int, ca_tensor* out
   return 0;
 })";
 
-// Launches with too many threads per block and swallows the error (EXPLOITS A3).
+// Launches with too many threads per block and swallows the error (docs/EXPLOITS.md, A3).
 const char* const k_bad_launch = R"(#include <cuda_runtime.h>
 #include "ca_kernel.h"
 __global__ void fill(float* y) { y[threadIdx.x] = 0.0f; }
@@ -73,7 +73,7 @@ extern "C" int ca_forward(ca_context* ctx, const ca_tensor*, int, ca_tensor* out
   return 0;
 })";
 
-// Does relu after ~50 ms of spinning, on a stream of its own, and returns without waiting (EXPLOITS C1).
+// Does relu after ~50 ms of spinning, on a stream of its own, and returns without waiting (docs/EXPLOITS.md, C1).
 const char* const k_side_stream = R"(#include <cuda_runtime.h>
 #include "ca_kernel.h"
 __global__ void slow_relu(const float* x, float* y, int64_t n) {
@@ -98,7 +98,7 @@ extern "C" int ca_forward(ca_context* ctx, const ca_tensor* in, int, ca_tensor* 
   return 0;
 })";
 
-// Computes relu on the host between two copies; its relu kernel is never launched (EXPLOITS A2).
+// Computes relu on the host between two copies; its relu kernel is never launched (docs/EXPLOITS.md, A2).
 const char* const k_decoy = R"(#include <cuda_runtime.h>
 #include <vector>
 #include "ca_kernel.h"

@@ -1,8 +1,8 @@
 #include "runner/launches.h"
 
-#include <atomic>
 #include <dlfcn.h>
 #include <link.h>
+#include <atomic>
 #include <vector>
 
 namespace ca {
@@ -47,9 +47,13 @@ void watch_launches_from(const void* symbol) {
       const_cast<void*>(symbol));
 }
 
-void reset_launches() { g_launches = 0; }
+void reset_launches() {
+  g_launches = 0;
+}
 
-int64_t own_launches() { return g_launches; }
+int64_t own_launches() {
+  return g_launches;
+}
 
 }  // namespace ca
 
@@ -82,13 +86,13 @@ Function next_definition(const char* name) {
 
 // The entry points a candidate's launches go through in CUDA 13's cudart: <<<>>> calls __cudaLaunchKernel (or its
 // per-thread-stream twin), and the documented APIs remain. Each forwards to the next definition, cudart's.
-#define CA_INTERPOSE(name, params, args, stream)                                                               \
-  cudaError_t name params {                                                                                    \
-    static const auto real = next_definition<cudaError_t(*) params>(#name);                                    \
-    if (real == nullptr) return cudaErrorNotSupported;                                                         \
-    cudaError_t status = real args;                                                                            \
-    note_launch(__builtin_return_address(0), status, stream);                                                  \
-    return status;                                                                                             \
+#define CA_INTERPOSE(name, params, args, stream)                            \
+  cudaError_t name params {                                                 \
+    static const auto real = next_definition<cudaError_t(*) params>(#name); \
+    if (real == nullptr) return cudaErrorNotSupported;                      \
+    cudaError_t status = real args;                                         \
+    note_launch(__builtin_return_address(0), status, stream);               \
+    return status;                                                          \
   }
 #define CA_LAUNCH_PARAMS (const void* func, dim3 grid, dim3 block, void** args, size_t shared, cudaStream_t stream)
 #define CA_LAUNCH_ARGS (func, grid, block, args, shared, stream)

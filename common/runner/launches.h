@@ -1,4 +1,4 @@
-// Counting the candidate's own kernel launches (EXPLOITS A2: a kernel that is
+// Counting the candidate's own kernel launches (docs/EXPLOITS.md, A2: a kernel that is
 // compiled but never launched, while the output comes from somewhere else).
 //
 // The runner executable defines the CUDA runtime's launch entry points

@@ -24,7 +24,9 @@ using Error = std::unexpected<std::string>;
 // Room left in /dev/shm beyond the region, for the requests and results files and for whoever else uses it.
 constexpr uint64_t k_shm_headroom = uint64_t(64) << 20;
 
-uint64_t aligned(uint64_t bytes) { return (bytes + k_output_alignment - 1) / k_output_alignment * k_output_alignment; }
+uint64_t aligned(uint64_t bytes) {
+  return (bytes + k_output_alignment - 1) / k_output_alignment * k_output_alignment;
+}
 
 // Populated at once, writable: the candidate writes its outputs (and reads its inputs) straight through the runner's
 // mapping inside a timed call, where a first write to each page would be a fault counted against it (MAP_POPULATE
@@ -32,7 +34,8 @@ uint64_t aligned(uint64_t bytes) { return (bytes + k_output_alignment - 1) / k_o
 std::expected<uint8_t*, std::string> map_shared(int fd, uint64_t bytes, const std::string& path) {
   if (bytes == 0) return nullptr;
   void* data = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-  if (data == MAP_FAILED) return Error(path + ": cannot map " + std::to_string(bytes) + " bytes: " + std::strerror(errno));
+  if (data == MAP_FAILED)
+    return Error(path + ": cannot map " + std::to_string(bytes) + " bytes: " + std::strerror(errno));
 #ifdef MADV_POPULATE_WRITE
   ::madvise(data, bytes, MADV_POPULATE_WRITE);  // an older kernel refuses it, and the writes fault as before
 #endif
@@ -76,7 +79,9 @@ OutputRegion& OutputRegion::operator=(OutputRegion&& other) noexcept {
   return *this;
 }
 
-OutputRegion::~OutputRegion() { release(); }
+OutputRegion::~OutputRegion() {
+  release();
+}
 
 void OutputRegion::release() {
 #ifdef CA_WITH_CUDA
@@ -95,14 +100,16 @@ void OutputRegion::release() {
   m_size = 0;
 }
 
-std::expected<OutputRegion, std::string> OutputRegion::create(const std::string& dir, uint64_t bytes, std::string_view stem) {
+std::expected<OutputRegion, std::string> OutputRegion::create(const std::string& dir, uint64_t bytes,
+                                                              std::string_view stem) {
   std::string path = dir + "/" + std::string(stem) + "-XXXXXX.bin";
   int fd = ::mkostemps(path.data(), 4, O_CLOEXEC);
   if (fd < 0) return Error(dir + ": cannot create the output region: " + std::strerror(errno));
   OutputRegion region(path, fd, nullptr, 0);
   if (bytes > 0) {
     if (int error = ::posix_fallocate(fd, 0, off_t(bytes)); error != 0) {
-      return Error(path + ": cannot reserve " + std::to_string(bytes) + " bytes for the runner's outputs: " + std::strerror(error));
+      return Error(path + ": cannot reserve " + std::to_string(bytes) +
+                   " bytes for the runner's outputs: " + std::strerror(error));
     }
   }
   auto data = map_shared(fd, bytes, path);
@@ -116,12 +123,13 @@ std::expected<OutputRegion, std::string> OutputRegion::open(const std::string& p
   int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return Error(path + ": cannot open the output region: " + std::strerror(errno));
   OutputRegion region(path, fd, nullptr, 0);
-  struct stat status{};
+  struct stat status {};
   if (::fstat(fd, &status) != 0) return Error(path + ": " + std::strerror(errno));
   if (!S_ISREG(status.st_mode)) return Error(path + ": the output region is not a regular file");
   // Mapping past the end would turn every write there into SIGBUS.
   if (uint64_t(status.st_size) < bytes) {
-    return Error(path + ": the output region holds " + std::to_string(status.st_size) + " bytes, the request says " + std::to_string(bytes));
+    return Error(path + ": the output region holds " + std::to_string(status.st_size) + " bytes, the request says " +
+                 std::to_string(bytes));
   }
   auto data = map_shared(fd, bytes, path);
   if (!data) return Error(data.error());
@@ -149,7 +157,7 @@ std::expected<void, std::string> OutputRegion::pin() {
 bool OutputRegion::holds(uint64_t offset, uint64_t bytes) const {
   if (offset > m_size || bytes > m_size - offset) return false;
   if (bytes == 0) return true;
-  struct stat status{};
+  struct stat status {};
   if (::fstat(m_fd, &status) != 0 || uint64_t(status.st_size) < offset + bytes) return false;
   // A page punched out reads back as a fresh one, which a full tmpfs cannot supply: SIGBUS. A filesystem that does
   // not track holes says the data runs to the end of the file.
@@ -158,8 +166,8 @@ bool OutputRegion::holds(uint64_t offset, uint64_t bytes) const {
 }
 
 std::string run_files_dir(uint64_t bytes) {
-  struct stat status{};
-  struct statvfs space{};
+  struct stat status {};
+  struct statvfs space {};
   if (::stat("/dev/shm", &status) == 0 && S_ISDIR(status.st_mode) && ::access("/dev/shm", W_OK | X_OK) == 0 &&
       ::statvfs("/dev/shm", &space) == 0 && uint64_t(space.f_bavail) * space.f_frsize >= bytes + k_shm_headroom) {
     return "/dev/shm";

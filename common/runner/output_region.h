@@ -1,4 +1,4 @@
-// The output region (DESIGN §6): one file that the trusted side and the sandboxed runner both map shared. The
+// The output region (docs/EXPLOITS.md): one file that the trusted side and the sandboxed runner both map shared. The
 // trusted side makes it and decides where each call's outputs go; the runner copies them there (cuda: one DMA into
 // page-locked memory) and the trusted side reads them in place once the runner is paused or gone, with no file per
 // call and no copy of its own.
@@ -34,8 +34,10 @@ class OutputRegion {
   /// that the runner's writes cannot fail for want of space: a mapped write would end it with SIGBUS) and maps it.
   /// Fails with a message naming the file, e.g. "/dev/shm/ca-run-x/io/outputs-y.bin: cannot reserve 512 MiB: No
   /// space left on device".
-  /// `stem` names the file: "inputs" for the trusted side's input slot (runner_calls.h), which is the same kind of file.
-  static std::expected<OutputRegion, std::string> create(const std::string& dir, uint64_t bytes, std::string_view stem = "outputs");
+  /// `stem` names the file: "inputs" for the trusted side's input slot (runner_calls.h), which is the same kind of
+  /// file.
+  static std::expected<OutputRegion, std::string> create(const std::string& dir, uint64_t bytes,
+                                                         std::string_view stem = "outputs");
   /// Runner side: maps the first `bytes` of the existing file `path`, which must be at least that long.
   static std::expected<OutputRegion, std::string> open(const std::string& path, uint64_t bytes);
 

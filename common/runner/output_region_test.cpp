@@ -66,7 +66,8 @@ TEST_F(OutputRegionTest, BothSidesSeeOneFile) {
 
   auto longer = OutputRegion::open(trusted->path(), 4 * 4096);
   ASSERT_FALSE(longer);
-  EXPECT_NE(longer.error().find("the output region holds 12288 bytes, the request says 16384"), std::string::npos) << longer.error();
+  EXPECT_NE(longer.error().find("the output region holds 12288 bytes, the request says 16384"), std::string::npos)
+      << longer.error();
   auto missing = OutputRegion::open((m_dir / "absent.bin").string(), 1);
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().find("absent.bin: cannot open the output region"), std::string::npos) << missing.error();
@@ -90,7 +91,8 @@ TEST_F(OutputRegionTest, ARegionThatCannotBeHadIsAClearError) {
   // More than any machine has: posix_fallocate refuses, naming the file and the size.
   auto huge = OutputRegion::create(m_dir.string(), uint64_t(1) << 60);
   ASSERT_FALSE(huge);
-  EXPECT_NE(huge.error().find("cannot reserve 1152921504606846976 bytes for the runner's outputs"), std::string::npos) << huge.error();
+  EXPECT_NE(huge.error().find("cannot reserve 1152921504606846976 bytes for the runner's outputs"), std::string::npos)
+      << huge.error();
 }
 
 TEST_F(OutputRegionTest, HoldsOnlyWhatTheFileStillBacks) {
@@ -118,7 +120,7 @@ TEST_F(OutputRegionTest, HoldsOnlyWhatTheFileStillBacks) {
 }
 
 TEST_F(OutputRegionTest, RunFilesGoToSharedMemoryWhenItHasRoom) {
-  struct stat status{};
+  struct stat status {};
   if (::stat("/dev/shm", &status) == 0 && S_ISDIR(status.st_mode) && ::access("/dev/shm", W_OK) == 0) {
     EXPECT_EQ(run_files_dir(4096), "/dev/shm");
   }
@@ -148,7 +150,8 @@ TEST_F(OutputRegionTest, CudaCopiesLandInAPinnedRegionAndInPageableMemory) {
   EXPECT_TRUE(region->pin()) << "pinning twice is harmless";
   const uint64_t second = layout_outputs(std::vector<uint64_t>{expected.size()}, 2).offsets[1][0];
   ASSERT_TRUE((*device)->copy_out(*input, {region->data() + second, expected.size()}));
-  EXPECT_EQ(std::memcmp(region->data() + second, expected.data(), expected.size()), 0) << "one DMA into the pinned region";
+  EXPECT_EQ(std::memcmp(region->data() + second, expected.data(), expected.size()), 0)
+      << "one DMA into the pinned region";
 
   std::vector<uint8_t> pageable(expected.size());
   ASSERT_TRUE((*device)->copy_out(*input, pageable));

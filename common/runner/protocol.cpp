@@ -14,16 +14,20 @@ using Error = std::unexpected<std::string>;
 
 std::expected<uint64_t, std::string> as_uint(const Json& value, std::string_view path) {
   // nlohmann stores every non-negative integer literal as unsigned, so this admits 0..2^64-1 and nothing else.
-  if (!value.is_number_unsigned()) return Error(std::string(path) + ": expected an unsigned integer, got " + json_type(value));
+  if (!value.is_number_unsigned())
+    return Error(std::string(path) + ": expected an unsigned integer, got " + json_type(value));
   return value.get<uint64_t>();
 }
 
-std::expected<int32_t, std::string> int_at_least(const Json& json, std::string_view key, std::string_view path, int32_t low, int32_t fallback) {
+std::expected<int32_t, std::string> int_at_least(const Json& json, std::string_view key, std::string_view path,
+                                                 int32_t low, int32_t fallback) {
   auto it = json.find(std::string(key));
   if (it == json.end()) return fallback;
   auto value = as_int(*it, field_path(path, key));
   if (!value) return Error(value.error());
-  if (*value < low || *value > INT32_MAX) return Error(field_path(path, key) + ": " + std::to_string(*value) + " is out of range (at least " + std::to_string(low) + ")");
+  if (*value < low || *value > INT32_MAX)
+    return Error(field_path(path, key) + ": " + std::to_string(*value) + " is out of range (at least " +
+                 std::to_string(low) + ")");
   return int32_t(*value);
 }
 
@@ -32,8 +36,8 @@ std::expected<DType, std::string> dtype_field(const Json& json, std::string_view
   if (!name) return Error(name.error());
   auto dtype = parse_dtype(*name);
   if (!dtype) {
-    return Error(field_path(path, "dtype") + ": unknown dtype '" + *name + "'" + did_you_mean(*name, dtype_names()) + " (one of " +
-                 quoted_list(dtype_names()) + ")");
+    return Error(field_path(path, "dtype") + ": unknown dtype '" + *name + "'" + did_you_mean(*name, dtype_names()) +
+                 " (one of " + quoted_list(dtype_names()) + ")");
   }
   return *dtype;
 }
@@ -74,17 +78,19 @@ std::expected<OutputSpec, std::string> parse_output(const Json& json, std::strin
   auto shape = int_list_field(json, "shape", path);
   if (!shape) return Error(shape.error());
   for (size_t i = 0; i < shape->size(); ++i) {
-    if ((*shape)[i] < 0) return Error(index_path(field_path(path, "shape"), i) + ": negative size " + std::to_string((*shape)[i]));
+    if ((*shape)[i] < 0)
+      return Error(index_path(field_path(path, "shape"), i) + ": negative size " + std::to_string((*shape)[i]));
   }
   output.shape = std::move(*shape);
   return output;
 }
 
 // A call's own tensors may change how values are drawn, never what the candidate is handed.
-std::expected<void, std::string> check_same_layout(const std::vector<TensorSpec>& own, const std::vector<TensorSpec>& request,
-                                                   std::string_view path) {
+std::expected<void, std::string> check_same_layout(const std::vector<TensorSpec>& own,
+                                                   const std::vector<TensorSpec>& request, std::string_view path) {
   if (own.size() != request.size()) {
-    return Error(std::string(path) + ": " + std::to_string(own.size()) + " tensor(s), the request has " + std::to_string(request.size()));
+    return Error(std::string(path) + ": " + std::to_string(own.size()) + " tensor(s), the request has " +
+                 std::to_string(request.size()));
   }
   for (size_t i = 0; i < own.size(); ++i) {
     if (own[i].name != request[i].name || own[i].dtype != request[i].dtype || own[i].shape != request[i].shape) {
@@ -142,8 +148,8 @@ std::expected<CallSpec, std::string> parse_call(const Json& json, std::string_vi
     if (!offset) return Error(offset.error());
     const uint64_t bytes = request.outputs[k].bytes(), size = request.output_region.bytes;
     if (*offset > size || bytes > size - *offset) {
-      return Error(index_path(offsets_path, k) + ": " + std::to_string(bytes) + " bytes at offset " + std::to_string(*offset) +
-                   " do not fit in the output region of " + std::to_string(size) + " bytes");
+      return Error(index_path(offsets_path, k) + ": " + std::to_string(bytes) + " bytes at offset " +
+                   std::to_string(*offset) + " do not fit in the output region of " + std::to_string(size) + " bytes");
     }
     call.output_offsets.push_back(*offset);
   }
@@ -175,11 +181,13 @@ std::expected<void, std::string> check_disjoint(const RunRequest& request, std::
   for (size_t j = 1; j < slices.size(); ++j) {
     const Slice &earlier = slices[j - 1], &later = slices[j];
     if (later.begin >= earlier.end) continue;
-    const Slice& first = earlier.call < later.call || (earlier.call == later.call && earlier.output < later.output) ? earlier : later;
+    const Slice& first =
+        earlier.call < later.call || (earlier.call == later.call && earlier.output < later.output) ? earlier : later;
     const Slice& second = &first == &earlier ? later : earlier;
-    return Error(index_path(field_path(index_path(field_path(path, "calls"), second.call), "output_offsets"), second.output) +
-                 ": output " + std::to_string(second.output) + " overlaps output " + std::to_string(first.output) + " of call " +
-                 std::to_string(first.call) + " in the output region");
+    return Error(
+        index_path(field_path(index_path(field_path(path, "calls"), second.call), "output_offsets"), second.output) +
+        ": output " + std::to_string(second.output) + " overlaps output " + std::to_string(first.output) + " of call " +
+        std::to_string(first.call) + " in the output region");
   }
   return {};
 }
@@ -187,25 +195,28 @@ std::expected<void, std::string> check_disjoint(const RunRequest& request, std::
 // The trusted side's input slot: every tensor inside the region, at the request's offsets, on its own pages.
 std::expected<void, std::string> check_input_slot(const RunRequest& request, std::string_view path) {
   const std::string offsets_path = field_path(path, "input_offsets");
-  if (request.backend != Backend::cpu) return Error(field_path(path, "input_region") + ": only the cpu backend takes its inputs from a region");
+  if (request.backend != Backend::cpu)
+    return Error(field_path(path, "input_region") + ": only the cpu backend takes its inputs from a region");
   if (request.input_offsets.size() != request.tensors.size()) {
     return Error(offsets_path + ": " + std::to_string(request.input_offsets.size()) + " offset(s), the request has " +
                  std::to_string(request.tensors.size()) + " tensor(s)");
   }
   const uint64_t size = request.input_region->bytes;
   for (size_t k = 0; k < request.tensors.size(); ++k) {
-    const uint64_t offset = request.input_offsets[k], bytes = uint64_t(request.tensors[k].numel()) * dtype_size(request.tensors[k].dtype);
+    const uint64_t offset = request.input_offsets[k],
+                   bytes = uint64_t(request.tensors[k].numel()) * dtype_size(request.tensors[k].dtype);
     if (offset % 64 != 0 || offset > size || bytes > size - offset) {
-      return Error(index_path(offsets_path, k) + ": " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset) +
-                   " are not 64-byte aligned inside the input region of " + std::to_string(size) + " bytes");
+      return Error(index_path(offsets_path, k) + ": " + std::to_string(bytes) + " bytes at offset " +
+                   std::to_string(offset) + " are not 64-byte aligned inside the input region of " +
+                   std::to_string(size) + " bytes");
     }
   }
   return {};
 }
 
-const std::vector<std::string> k_request_fields = {"library",       "backend",    "device_index",  "num_threads",
-                                                   "tensors",       "outputs",    "calls",         "output_region",
-                                                   "output_dir",    "input_region", "input_offsets"};
+const std::vector<std::string> k_request_fields = {"library",    "backend",      "device_index", "num_threads",
+                                                   "tensors",    "outputs",      "calls",        "output_region",
+                                                   "output_dir", "input_region", "input_offsets"};
 const std::vector<std::string> k_backends = {"cpu", "cuda"};
 
 }  // namespace
@@ -216,7 +227,9 @@ int64_t OutputSpec::numel() const {
   return n;
 }
 
-size_t OutputSpec::bytes() const { return size_t(numel()) * dtype_size(dtype); }
+size_t OutputSpec::bytes() const {
+  return size_t(numel()) * dtype_size(dtype);
+}
 
 std::expected<RunRequest, std::string> parse_request(const Json& json, std::string_view path) {
   if (auto ok = check_known_fields(json, k_request_fields, path); !ok) return Error(ok.error());
@@ -228,8 +241,8 @@ std::expected<RunRequest, std::string> parse_request(const Json& json, std::stri
   auto backend = string_field(json, "backend", path);
   if (!backend) return Error(backend.error());
   if (std::find(k_backends.begin(), k_backends.end(), *backend) == k_backends.end()) {
-    return Error(field_path(path, "backend") + ": unknown backend '" + *backend + "'" + did_you_mean(*backend, k_backends) + " (one of " +
-                 quoted_list(k_backends) + ")");
+    return Error(field_path(path, "backend") + ": unknown backend '" + *backend + "'" +
+                 did_you_mean(*backend, k_backends) + " (one of " + quoted_list(k_backends) + ")");
   }
   request.backend = *backend == "cuda" ? Backend::cuda : Backend::cpu;
 
@@ -305,23 +318,31 @@ Json to_json(const RunRequest& request) {
   auto tensors_json = [](const std::vector<TensorSpec>& specs) {
     Json list = Json::array();
     for (const auto& spec : specs) {
-      list.push_back({{"name", spec.name}, {"dtype", dtype_name(spec.dtype)}, {"shape", spec.shape}, {"init", to_json(spec.init)}});
+      list.push_back({{"name", spec.name},
+                      {"dtype", dtype_name(spec.dtype)},
+                      {"shape", spec.shape},
+                      {"init", to_json(spec.init)}});
     }
     return list;
   };
   Json outputs = Json::array();
-  for (const auto& output : request.outputs) outputs.push_back({{"dtype", dtype_name(output.dtype)}, {"shape", output.shape}});
+  for (const auto& output : request.outputs)
+    outputs.push_back({{"dtype", dtype_name(output.dtype)}, {"shape", output.shape}});
   Json calls = Json::array();
   for (const auto& call : request.calls) {
     Json entry = {{"seed", call.seed}, {"output_offsets", call.output_offsets}};
     if (call.tensors) entry["tensors"] = tensors_json(*call.tensors);
     calls.push_back(std::move(entry));
   }
-  Json json = {{"library", request.library},       {"backend", backend_name(request.backend)}, {"device_index", request.device_index},
-          {"num_threads", request.num_threads}, {"tensors", tensors_json(request.tensors)},  {"outputs", std::move(outputs)},
-          {"calls", std::move(calls)},
-          {"output_region", {{"path", request.output_region.path}, {"bytes", request.output_region.bytes}}},
-          {"output_dir", request.output_dir}};
+  Json json = {{"library", request.library},
+               {"backend", backend_name(request.backend)},
+               {"device_index", request.device_index},
+               {"num_threads", request.num_threads},
+               {"tensors", tensors_json(request.tensors)},
+               {"outputs", std::move(outputs)},
+               {"calls", std::move(calls)},
+               {"output_region", {{"path", request.output_region.path}, {"bytes", request.output_region.bytes}}},
+               {"output_dir", request.output_dir}};
   if (request.input_region) {
     json["input_region"] = {{"path", request.input_region->path}, {"bytes", request.input_region->bytes}};
     json["input_offsets"] = request.input_offsets;
@@ -350,7 +371,9 @@ Json loaded_event(const Json& facts) {
   return event;
 }
 
-Json load_failed_event(std::string_view message) { return {{"event", "load_failed"}, {"message", message}}; }
+Json load_failed_event(std::string_view message) {
+  return {{"event", "load_failed"}, {"message", message}};
+}
 
 namespace {
 
@@ -370,7 +393,8 @@ std::expected<CallReport, std::string> parse_call_result(const Json& json, std::
   result.rc = *rc_value;
   auto changed = require_field(json, "inputs_changed", where);
   if (!changed) return Error(changed.error());
-  if (!(*changed)->is_boolean()) return Error(field_path(where, "inputs_changed") + ": expected a boolean, got " + json_type(**changed));
+  if (!(*changed)->is_boolean())
+    return Error(field_path(where, "inputs_changed") + ": expected a boolean, got " + json_type(**changed));
   result.inputs_changed = (*changed)->get<bool>();
   if (auto list = json.find("changed_inputs"); list != json.end()) {
     auto indices = as_int_list(*list, field_path(where, "changed_inputs"));
@@ -398,13 +422,15 @@ std::expected<CallReport, std::string> parse_call_result(const Json& json, std::
   if (auto launches = json.find("own_launches"); launches != json.end()) {
     auto count = as_int(*launches, field_path(where, "own_launches"));
     if (!count) return Error(count.error());
-    if (*count < 0) return Error(field_path(where, "own_launches") + ": expected a count, got " + std::to_string(*count));
+    if (*count < 0)
+      return Error(field_path(where, "own_launches") + ": expected a count, got " + std::to_string(*count));
     result.own_launches = *count;
   }
   if (auto bytes = json.find("output_bytes"); bytes != json.end()) {
     auto count = as_uint(*bytes, field_path(where, "output_bytes"));
     if (!count) return Error(count.error());
-    if (*count > uint64_t(INT64_MAX)) return Error(field_path(where, "output_bytes") + ": " + std::to_string(*count) + " is out of range");
+    if (*count > uint64_t(INT64_MAX))
+      return Error(field_path(where, "output_bytes") + ": " + std::to_string(*count) + " is out of range");
     result.output_bytes = int64_t(*count);
   }
   return result;
@@ -459,11 +485,20 @@ std::vector<uint8_t> poison_element(DType dtype) {
   std::vector<uint8_t> element(size, 0xA5);
   uint64_t bits = 0;
   switch (dtype) {
-    case DType::float32: bits = 0x7FC00000u; break;
-    case DType::float64: bits = 0x7FF8000000000000ull; break;
-    case DType::float16: bits = 0x7E00u; break;
-    case DType::bfloat16: bits = 0x7FC0u; break;
-    default: return element;
+    case DType::float32:
+      bits = 0x7FC00000u;
+      break;
+    case DType::float64:
+      bits = 0x7FF8000000000000ull;
+      break;
+    case DType::float16:
+      bits = 0x7E00u;
+      break;
+    case DType::bfloat16:
+      bits = 0x7FC0u;
+      break;
+    default:
+      return element;
   }
   std::memcpy(element.data(), &bits, size);  // little-endian: the low bytes are the value
   return element;
@@ -479,7 +514,8 @@ size_t count_poison(DType dtype, std::span<const uint8_t> bytes) {
   const std::vector<uint8_t> element = poison_element(dtype);
   const size_t size = element.size();
   size_t count = 0;
-  for (size_t at = 0; at + size <= bytes.size(); at += size) count += std::memcmp(bytes.data() + at, element.data(), size) == 0 ? 1 : 0;
+  for (size_t at = 0; at + size <= bytes.size(); at += size)
+    count += std::memcmp(bytes.data() + at, element.data(), size) == 0 ? 1 : 0;
   return count;
 }
 

@@ -1,5 +1,5 @@
-// The runner protocol (DESIGN §6): the request the trusted side writes for ca-runner, and the results.jsonl lines
-// the runner writes back; the outputs come back in the output region the request names (runner/output_region.h).
+// The runner protocol (docs/EXPLOITS.md): the request the trusted side writes for ca-runner, and the results.jsonl
+// lines the runner writes back; the outputs come back in the output region the request names (runner/output_region.h).
 // Reference outputs never travel: both sides make the inputs from the same seeds with make_tensor_bytes.
 #pragma once
 
@@ -30,7 +30,7 @@ struct OutputSpec {
 struct CallSpec {
   uint64_t seed = 0;
   std::vector<uint64_t> output_offsets;  // one per output; no two outputs of a request overlap
-  /// This call's own draws, e.g. signed inputs on some trials (EXPLOITS B4): the request's tensors with other
+  /// This call's own draws, e.g. signed inputs on some trials (docs/EXPLOITS.md, B4): the request's tensors with other
   /// inits only (same names, dtypes and shapes). Empty: the request's tensors.
   std::optional<std::vector<TensorSpec>> tensors;
   const std::vector<TensorSpec>& tensors_or(const std::vector<TensorSpec>& request_tensors) const {
@@ -96,8 +96,8 @@ struct CallReport {
 /// one, "own_launches" when they were counted and "output_bytes" when outputs were written.
 Json to_json(const CallReport& result);
 /// {"event":"loaded", facts...}: dlopen and dlsym succeeded; written before the request's first call. The facts are
-/// the runner's own account of its start-up (device_s, load_s, region_s; on cuda "region": "page-locked" or "pageable: why"),
-/// reported for diagnosis and never used to judge.
+/// the runner's own account of its start-up (device_s, load_s, region_s; on cuda "region": "page-locked" or "pageable:
+/// why"), reported for diagnosis and never used to judge.
 Json loaded_event(const Json& facts = Json::object());
 /// {"event":"load_failed","message":...}: the library could not be loaded or lacks ca_forward.
 Json load_failed_event(std::string_view message);
@@ -105,7 +105,7 @@ Json load_failed_event(std::string_view message);
 /// Everything a results.jsonl says. A call of the request with no entry in `calls` crashed or hung the runner.
 struct RunLog {
   bool loaded = false;
-  std::string load_error;  // non-empty after a load_failed event
+  std::string load_error;       // non-empty after a load_failed event
   Json facts = Json::object();  // the last loaded event's facts
   std::vector<CallReport> calls;
 };

@@ -67,35 +67,46 @@ const BadRequest k_bad[] = {
     {"zero_threads", "/num_threads", "0", "request.num_threads: 0 is out of range (at least 1)"},
     {"negative_seed", "/calls/1/seed", "-1", "request.calls[1].seed: expected an unsigned integer, got number"},
     {"float_seed", "/calls/0/seed", "1.5", "request.calls[0].seed: expected an unsigned integer"},
-    {"offsets_not_array", "/calls/0/output_offsets", "0", "request.calls[0].output_offsets: expected an array, got number"},
-    {"offsets_count", "/calls/0/output_offsets", "[0, 256]", "request.calls[0].output_offsets: 2 offset(s), the request has 1 output(s)"},
-    {"negative_offset", "/calls/1/output_offsets/0", "-4096", "request.calls[1].output_offsets[0]: expected an unsigned integer"},
+    {"offsets_not_array", "/calls/0/output_offsets", "0",
+     "request.calls[0].output_offsets: expected an array, got number"},
+    {"offsets_count", "/calls/0/output_offsets", "[0, 256]",
+     "request.calls[0].output_offsets: 2 offset(s), the request has 1 output(s)"},
+    {"negative_offset", "/calls/1/output_offsets/0", "-4096",
+     "request.calls[1].output_offsets[0]: expected an unsigned integer"},
     {"output_past_region", "/calls/1/output_offsets/0", "8128",
      "request.calls[1].output_offsets[0]: 128 bytes at offset 8128 do not fit in the output region of 8192 bytes"},
     {"offset_past_region", "/calls/1/output_offsets/0", "18446744073709551615",
-     "request.calls[1].output_offsets[0]: 128 bytes at offset 18446744073709551615 do not fit in the output region of 8192 bytes"},
+     "request.calls[1].output_offsets[0]: 128 bytes at offset 18446744073709551615 do not fit in the output region of "
+     "8192 bytes"},
     {"region_too_small", "/output_region/bytes", "4200",
      "request.calls[1].output_offsets[0]: 128 bytes at offset 4096 do not fit in the output region of 4200 bytes"},
-    {"overlapping_outputs", "/calls/1/output_offsets/0", "64", "request.calls[1].output_offsets[0]: output 0 overlaps output 0 of call 0 in the output region"},
-    {"same_outputs", "/calls/0/output_offsets/0", "4096", "request.calls[1].output_offsets[0]: output 0 overlaps output 0 of call 0"},
+    {"overlapping_outputs", "/calls/1/output_offsets/0", "64",
+     "request.calls[1].output_offsets[0]: output 0 overlaps output 0 of call 0 in the output region"},
+    {"same_outputs", "/calls/0/output_offsets/0", "4096",
+     "request.calls[1].output_offsets[0]: output 0 overlaps output 0 of call 0"},
     {"region_not_object", "/output_region", R"("/dev/shm/x")", "request.output_region: expected an object, got string"},
     {"region_empty_path", "/output_region/path", R"("")", "request.output_region.path: empty path"},
     {"region_unknown_field", "/output_region/size", "8192", "request.output_region.size: unknown field"},
-    {"tensor_dtype", "/tensors/1/dtype", R"("bflaot16")", "request.tensors[1].dtype: unknown dtype 'bflaot16', did you mean 'bfloat16'?"},
-    {"tensor_init_missing", "/tensors/0", R"({"name":"x","dtype":"float32","shape":[2]})", "request.tensors[0].init: missing field"},
+    {"tensor_dtype", "/tensors/1/dtype", R"("bflaot16")",
+     "request.tensors[1].dtype: unknown dtype 'bflaot16', did you mean 'bfloat16'?"},
+    {"tensor_init_missing", "/tensors/0", R"({"name":"x","dtype":"float32","shape":[2]})",
+     "request.tensors[0].init: missing field"},
     {"tensor_bad_init", "/tensors/1/init", R"("gaussian")", "request.tensors[1].init: unknown distribution 'gaussian'"},
     {"tensor_duplicate_name", "/tensors/1/name", R"("x")", "request.tensors[1].name: 'x' is already defined"},
     {"call_tensor_shape", "/calls/1/tensors/0/shape", "[4, 9]",
      "request.calls[1].tensors[0]: 'x' differs from request.tensors[0] in name, dtype or shape; only init may differ"},
     {"call_tensor_count", "/calls/1/tensors", R"([{"name":"x","dtype":"float32","shape":[4,8],"init":"rand"}])",
      "request.calls[1].tensors: 1 tensor(s), the request has 2"},
-    {"call_tensor_init", "/calls/1/tensors/1/init", R"("randn ")", "request.calls[1].tensors[1].init: unknown distribution 'randn '"},
-    {"output_dtype", "/outputs/0/dtype", R"("flaot32")", "request.outputs[0].dtype: unknown dtype 'flaot32', did you mean 'float32'?"},
+    {"call_tensor_init", "/calls/1/tensors/1/init", R"("randn ")",
+     "request.calls[1].tensors[1].init: unknown distribution 'randn '"},
+    {"output_dtype", "/outputs/0/dtype", R"("flaot32")",
+     "request.outputs[0].dtype: unknown dtype 'flaot32', did you mean 'float32'?"},
     {"output_negative_size", "/outputs/0/shape", "[4, -8]", "request.outputs[0].shape[1]: negative size -8"},
     {"no_outputs", "/outputs", "[]", "request.outputs: expected at least one output"},
     {"calls_not_array", "/calls", "{}", "request.calls: expected an array, got object"},
     {"library_not_string", "/library", "3", "request.library: expected a string, got number"},
-    {"input_region_alone", "/input_region", R"({"path": "/dev/shm/x", "bytes": 4096})", "request: input_region and input_offsets go together"},
+    {"input_region_alone", "/input_region", R"({"path": "/dev/shm/x", "bytes": 4096})",
+     "request: input_region and input_offsets go together"},
 };
 
 TEST(ProtocolTest, BadRequestsNameTheField) {
@@ -131,7 +142,8 @@ TEST(ProtocolTest, OutputsMayTouchButNotOverlapAndEmptyOnesTakeNoRoom) {
   json["calls"][0]["output_offsets"] = Json::parse("[0, 257]");
   request = parse_request(json);
   ASSERT_FALSE(request);
-  EXPECT_EQ(request.error(), "request.calls[0].output_offsets[1]: 0 bytes at offset 257 do not fit in the output region of 256 bytes");
+  EXPECT_EQ(request.error(),
+            "request.calls[0].output_offsets[1]: 0 bytes at offset 257 do not fit in the output region of 256 bytes");
 }
 
 TEST(ProtocolTest, InvalidJsonGivesItsPosition) {
@@ -143,13 +155,14 @@ TEST(ProtocolTest, InvalidJsonGivesItsPosition) {
 TEST(ProtocolTest, ResultsParseEventsAndCallsAndIgnoreACutOffLine) {
   CallReport first{0, 5, 0, false, {}, 12.5, 11.0, ""};
   CallReport second{1, 6, 3, true, {1}, 7.0, 7.0, ""};
-  std::string text = loaded_event({{"device_s", 0.25}, {"region", "page-locked"}}).dump() + "\n" + to_json(first).dump() + "\n" + to_json(second).dump() + "\n" +
-                     R"({"call":2,"seed":9,"rc":0,"inp)";
+  std::string text = loaded_event({{"device_s", 0.25}, {"region", "page-locked"}}).dump() + "\n" +
+                     to_json(first).dump() + "\n" + to_json(second).dump() + "\n" + R"({"call":2,"seed":9,"rc":0,"inp)";
   auto log = parse_results(text);
   ASSERT_TRUE(log) << log.error();
   EXPECT_TRUE(log->loaded);
   EXPECT_TRUE(log->load_error.empty());
-  EXPECT_EQ(log->facts, (Json{{"device_s", 0.25}, {"region", "page-locked"}})) << "the start-up facts, without the event";
+  EXPECT_EQ(log->facts, (Json{{"device_s", 0.25}, {"region", "page-locked"}}))
+      << "the start-up facts, without the event";
   ASSERT_EQ(log->calls.size(), 2u);
   EXPECT_TRUE(log->calls[0].ok());
   EXPECT_EQ(log->calls[0].wall_us, 12.5);
@@ -164,7 +177,8 @@ TEST(ProtocolTest, ResultsParseEventsAndCallsAndIgnoreACutOffLine) {
   EXPECT_FALSE(failed->loaded);
   EXPECT_EQ(failed->load_error, "no symbol ca_forward");
 
-  auto bad = parse_results(loaded_event().dump() + "\n" + R"({"call":0,"seed":1,"inputs_changed":false,"wall_us":1})" + "\n");
+  auto bad =
+      parse_results(loaded_event().dump() + "\n" + R"({"call":0,"seed":1,"inputs_changed":false,"wall_us":1})" + "\n");
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error(), "results.jsonl:2: rc: missing field");
 }
@@ -180,7 +194,8 @@ TEST(ProtocolTest, OutputBytesAreWrittenOnlyForCallsThatWroteOutputs) {
   EXPECT_EQ(log->calls[0].output_bytes, -1);
   EXPECT_EQ(log->calls[1].output_bytes, 4096);
   EXPECT_TRUE(log->calls[1].ok()) << "how much was written is for the trusted side to judge";
-  auto negative = parse_results(R"({"call":0,"seed":1,"rc":0,"inputs_changed":false,"wall_us":1,"output_bytes":-1})" "\n");
+  auto negative = parse_results(R"({"call":0,"seed":1,"rc":0,"inputs_changed":false,"wall_us":1,"output_bytes":-1})"
+                                "\n");
   ASSERT_FALSE(negative);
   EXPECT_EQ(negative.error(), "results.jsonl:1: output_bytes: expected an unsigned integer, got number");
 }
@@ -201,10 +216,12 @@ TEST(ProtocolTest, CudaErrorIsWrittenOnlyWhenThereIsOneAndFailsTheCall) {
   EXPECT_FALSE(log->calls[1].ok());
 
   // An empty cuda_error must not read as "no error".
-  auto empty = parse_results(R"({"call":0,"seed":1,"rc":0,"inputs_changed":false,"wall_us":1,"cuda_error":""})" "\n");
+  auto empty = parse_results(R"({"call":0,"seed":1,"rc":0,"inputs_changed":false,"wall_us":1,"cuda_error":""})"
+                             "\n");
   ASSERT_TRUE(empty) << empty.error();
   EXPECT_FALSE(empty->calls[0].ok());
-  auto bad = parse_results(R"({"call":0,"seed":1,"rc":0,"inputs_changed":false,"wall_us":1,"cuda_error":3})" "\n");
+  auto bad = parse_results(R"({"call":0,"seed":1,"rc":0,"inputs_changed":false,"wall_us":1,"cuda_error":3})"
+                           "\n");
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error(), "results.jsonl:1: cuda_error: expected a string, got number");
 }
@@ -226,7 +243,8 @@ TEST(ProtocolTest, OwnLaunchesAreWrittenWhenCountedAndZeroFailsTheCall) {
   EXPECT_TRUE(log->calls[1].ok());
   EXPECT_EQ(log->calls[2].own_launches, 0);
   EXPECT_FALSE(log->calls[2].ok());
-  auto negative = parse_results(R"({"call":0,"seed":1,"rc":0,"inputs_changed":false,"wall_us":1,"own_launches":-2})" "\n");
+  auto negative = parse_results(R"({"call":0,"seed":1,"rc":0,"inputs_changed":false,"wall_us":1,"own_launches":-2})"
+                                "\n");
   ASSERT_FALSE(negative);
   EXPECT_EQ(negative.error(), "results.jsonl:1: own_launches: expected a count, got -2");
 }
@@ -236,9 +254,10 @@ TEST(ProtocolTest, PoisonIsQuietNanForFloatsAndA5ForIntegers) {
     DType dtype;
     uint64_t bits;
   };
-  for (auto [dtype, bits] : {Case{DType::float32, 0x7FC00000u}, Case{DType::float64, 0x7FF8000000000000ull}, Case{DType::float16, 0x7E00u},
-                             Case{DType::bfloat16, 0x7FC0u}, Case{DType::int64, 0xA5A5A5A5A5A5A5A5ull}, Case{DType::int32, 0xA5A5A5A5u},
-                             Case{DType::int8, 0xA5u}, Case{DType::boolean, 0xA5u}}) {
+  for (auto [dtype, bits] :
+       {Case{DType::float32, 0x7FC00000u}, Case{DType::float64, 0x7FF8000000000000ull}, Case{DType::float16, 0x7E00u},
+        Case{DType::bfloat16, 0x7FC0u}, Case{DType::int64, 0xA5A5A5A5A5A5A5A5ull}, Case{DType::int32, 0xA5A5A5A5u},
+        Case{DType::int8, 0xA5u}, Case{DType::boolean, 0xA5u}}) {
     const size_t size = dtype_size(dtype);
     std::vector<uint8_t> bytes(5 * size, 0);
     fill_poison(dtype, bytes);

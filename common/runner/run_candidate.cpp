@@ -28,8 +28,8 @@
 namespace ca {
 namespace {
 
-static_assert(int(DType::float32) == CA_FLOAT32 && int(DType::bfloat16) == CA_BFLOAT16 && int(DType::int64) == CA_INT64 &&
-                  int(DType::uint8) == CA_UINT8 && int(DType::boolean) == CA_BOOL,
+static_assert(int(DType::float32) == CA_FLOAT32 && int(DType::bfloat16) == CA_BFLOAT16 &&
+                  int(DType::int64) == CA_INT64 && int(DType::uint8) == CA_UINT8 && int(DType::boolean) == CA_BOOL,
               "ca_dtype must follow the IR's dtype order");
 
 using Error = std::unexpected<RunError>;
@@ -91,9 +91,9 @@ struct FileCloser {
 };
 
 // results.jsonl, which only the runner may write. The candidate shares the process and may open the file by its path
-// to add, rewrite or replace report lines (EXPLOITS C4), so before each line the file must still be the one opened,
-// holding exactly what was there then and what the runner has written since. The candidate's last chance to write
-// is its last call, and the runner's last line comes after it: any change is seen.
+// to add, rewrite or replace report lines (docs/EXPLOITS.md, C4), so before each line the file must still be the one
+// opened, holding exactly what was there then and what the runner has written since. The candidate's last chance to
+// write is its last call, and the runner's last line comes after it: any change is seen.
 class ResultsFile {
  public:
   static std::expected<ResultsFile, RunError> open(const std::string& path) {
@@ -106,7 +106,8 @@ class ResultsFile {
     if (!content) return Error(content.error());
     file.m_written = std::move(*content);
     struct stat opened {};
-    if (::fstat(fileno(file.m_stream.get()), &opened) != 0) return Error({RunFailure::io_error, path + ": " + std::strerror(errno)});
+    if (::fstat(fileno(file.m_stream.get()), &opened) != 0)
+      return Error({RunFailure::io_error, path + ": " + std::strerror(errno)});
     file.m_device = opened.st_dev;
     file.m_inode = opened.st_ino;
     return file;
@@ -142,9 +143,10 @@ class ResultsFile {
     auto content = read_all();
     if (!content) return Error(content.error());
     if (same_file && *content == m_written) return {};
-    return Error({RunFailure::tampered, m_path + ": " + (same_file ? "changed" : "replaced") +
-                                            " by a writer other than the runner (the candidate), so no report of this run "
-                                            "can be believed"});
+    return Error(
+        {RunFailure::tampered, m_path + ": " + (same_file ? "changed" : "replaced") +
+                                   " by a writer other than the runner (the candidate), so no report of this run "
+                                   "can be believed"});
   }
 
   std::unique_ptr<FILE, FileCloser> m_stream;
@@ -213,12 +215,16 @@ class PipeChannel final : public CallChannel {
     if (!*line) return Error({RunFailure::bad_request, "input ended before call " + std::to_string(index)});
     unsigned long long got = 0, seed = 0;
     int used = 0;
-    if (std::sscanf((*line)->c_str(), "call %llu %llu%n", &got, &seed, &used) != 2 || size_t(used) != (*line)->size() || got != index) {
-      return Error({RunFailure::bad_request, "expected \"call " + std::to_string(index) + " <seed>\", got \"" + (*line)->substr(0, 80) + "\""});
+    if (std::sscanf((*line)->c_str(), "call %llu %llu%n", &got, &seed, &used) != 2 || size_t(used) != (*line)->size() ||
+        got != index) {
+      return Error({RunFailure::bad_request,
+                    "expected \"call " + std::to_string(index) + " <seed>\", got \"" + (*line)->substr(0, 80) + "\""});
     }
     return uint64_t(seed);
   }
-  std::expected<void, RunError> report(const CallReport& report) override { return write_line(m_out, to_json(report).dump() + "\n"); }
+  std::expected<void, RunError> report(const CallReport& report) override {
+    return write_line(m_out, to_json(report).dump() + "\n");
+  }
 
  private:
   FILE* m_in;
@@ -228,7 +234,8 @@ class PipeChannel final : public CallChannel {
 
 // Into the call's slices of the output region. The call's results line, appended after it, is what says they are
 // there: the trusted side reads the outputs of reported calls only.
-std::expected<int64_t, RunError> write_outputs(OutputRegion& region, const CallSpec& call, Device& device, const TensorViews& outputs) {
+std::expected<int64_t, RunError> write_outputs(OutputRegion& region, const CallSpec& call, Device& device,
+                                               const TensorViews& outputs) {
   int64_t written = 0;
   for (size_t i = 0; i < outputs.data.size(); ++i) {
     // parse_request checked that every slice lies inside the region.
@@ -253,7 +260,8 @@ CallRun run_call_in_place(const RunRequest& request, size_t index, uint64_t seed
   TensorViews inputs, outputs;
   for (size_t i = 0; i < request.tensors.size(); ++i) {
     const TensorSpec& spec = request.tensors[i];
-    inputs.add(spec.shape, spec.dtype, inputs_region.data() + request.input_offsets[i], size_t(spec.numel()) * dtype_size(spec.dtype));
+    inputs.add(spec.shape, spec.dtype, inputs_region.data() + request.input_offsets[i],
+               size_t(spec.numel()) * dtype_size(spec.dtype));
   }
   inputs.finish();
   int64_t written = 0;
@@ -273,7 +281,8 @@ CallRun run_call_in_place(const RunRequest& request, size_t index, uint64_t seed
   CallClock& clock = device.clock();
   open_workspace(&device);
   clock.start();
-  int rc = forward(&ctx, inputs.tensors.data(), int(inputs.tensors.size()), outputs.tensors.data(), int(outputs.tensors.size()));
+  int rc = forward(&ctx, inputs.tensors.data(), int(inputs.tensors.size()), outputs.tensors.data(),
+                   int(outputs.tensors.size()));
   ClockSample sample = clock.stop();
   open_workspace(nullptr);
   device.end_call();
@@ -288,7 +297,7 @@ CallRun run_call_in_place(const RunRequest& request, size_t index, uint64_t seed
 }
 
 std::expected<CallRun, RunError> run_call(const RunRequest& request, size_t index, uint64_t seed, ForwardFn forward,
-                                         Device& device, OutputRegion& region) {
+                                          Device& device, OutputRegion& region) {
   CallSpec call = request.calls[index];
   call.seed = seed;
   // Inputs: drawn the way the trusted side draws them, straight into fresh buffers (on the GPU for cuda).
@@ -319,13 +328,15 @@ std::expected<CallRun, RunError> run_call(const RunRequest& request, size_t inde
   ctx.harness = &g_workspace;
   device.fill_context(ctx);
   if (auto ready = device.before_call(); !ready) return Error(ready.error());
-  // Every call is timed the same way, so a candidate cannot tell a checked call from a timed one (EXPLOITS B12).
+  // Every call is timed the same way, so a candidate cannot tell a checked call from a timed one (docs/EXPLOITS.md,
+  // B12).
   CallClock& clock = device.clock();
   clock.prepare();
   open_workspace(&device);
   reset_launches();
   clock.start();
-  int rc = forward(&ctx, inputs.tensors.data(), int(inputs.tensors.size()), outputs.tensors.data(), int(outputs.tensors.size()));
+  int rc = forward(&ctx, inputs.tensors.data(), int(inputs.tensors.size()), outputs.tensors.data(),
+                   int(outputs.tensors.size()));
   ClockSample sample = clock.stop();
   CallOutcome outcome = device.after_call();
   open_workspace(nullptr);
@@ -402,14 +413,22 @@ uint64_t hash_bytes(std::span<const uint8_t> bytes) {
 
 ExitCode exit_code_of(RunFailure failure) {
   switch (failure) {
-    case RunFailure::no_request: return ExitCode::no_input;
-    case RunFailure::bad_request: return ExitCode::usage;
-    case RunFailure::load_failed: return ExitCode::data_error;
-    case RunFailure::io_error: return ExitCode::io_error;
-    case RunFailure::interrupted: return ExitCode::interrupted;
-    case RunFailure::no_device: return k_exit_no_device;
-    case RunFailure::context_lost: return k_exit_context_lost;
-    case RunFailure::tampered: return k_exit_tampered;
+    case RunFailure::no_request:
+      return ExitCode::no_input;
+    case RunFailure::bad_request:
+      return ExitCode::usage;
+    case RunFailure::load_failed:
+      return ExitCode::data_error;
+    case RunFailure::io_error:
+      return ExitCode::io_error;
+    case RunFailure::interrupted:
+      return ExitCode::interrupted;
+    case RunFailure::no_device:
+      return k_exit_no_device;
+    case RunFailure::context_lost:
+      return k_exit_context_lost;
+    case RunFailure::tampered:
+      return k_exit_tampered;
   }
   return ExitCode::io_error;
 }
@@ -429,7 +448,9 @@ std::expected<RunRequest, RunError> read_request(const std::string& path) {
 CandidateRunner::CandidateRunner() = default;
 CandidateRunner::~CandidateRunner() = default;
 
-std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& request) { return run_request(request, nullptr); }
+std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& request) {
+  return run_request(request, nullptr);
+}
 
 std::expected<RunSummary, RunError> CandidateRunner::run(const RunRequest& request, CallChannel& channel) {
   return run_request(request, &channel);
@@ -448,10 +469,10 @@ std::expected<RunSummary, RunError> CandidateRunner::run_request(const RunReques
     m_first.calls.clear();
   } else if (request.library != m_first.library || request.backend != m_first.backend ||
              request.device_index != m_first.device_index || request.num_threads != m_first.num_threads) {
-    return Error({RunFailure::bad_request, "this runner serves " + m_first.library + " (" + std::string(backend_name(m_first.backend)) +
-                                               " device " + std::to_string(m_first.device_index) + ", " +
-                                               std::to_string(m_first.num_threads) +
-                                               " threads); a request for another library or device needs another runner"});
+    return Error({RunFailure::bad_request,
+                  "this runner serves " + m_first.library + " (" + std::string(backend_name(m_first.backend)) +
+                      " device " + std::to_string(m_first.device_index) + ", " + std::to_string(m_first.num_threads) +
+                      " threads); a request for another library or device needs another runner"});
   }
   // Mapped once and kept while requests name the same region (ca-profile's rounds); pinned for DMA on cuda.
   if (!m_region || m_region->path() != request.output_region.path || m_region->size() != request.output_region.bytes) {
@@ -468,7 +489,8 @@ std::expected<RunSummary, RunError> CandidateRunner::run_request(const RunReques
   }
   if (!request.input_region) {
     m_inputs.reset();
-  } else if (!m_inputs || m_inputs->path() != request.input_region->path || m_inputs->size() != request.input_region->bytes) {
+  } else if (!m_inputs || m_inputs->path() != request.input_region->path ||
+             m_inputs->size() != request.input_region->bytes) {
     m_inputs.reset();
     auto inputs = OutputRegion::open(request.input_region->path, request.input_region->bytes);
     if (!inputs) return Error({RunFailure::io_error, inputs.error()});
@@ -500,7 +522,8 @@ std::expected<RunSummary, RunError> CandidateRunner::run_request(const RunReques
     } else {
       m_forward = reinterpret_cast<ForwardFn>(dlsym(handle, "ca_forward"));
       if (m_forward == nullptr) {
-        load_error = request.library + ": no symbol ca_forward; the candidate must export extern \"C\" int ca_forward(...)";
+        load_error =
+            request.library + ": no symbol ca_forward; the candidate must export extern \"C\" int ca_forward(...)";
       } else {
         watch_launches_from(reinterpret_cast<const void*>(m_forward));
         // The libraries it needs are mapped now; nothing loads after (cuda's driver may still map code: not there).
@@ -529,7 +552,8 @@ std::expected<RunSummary, RunError> CandidateRunner::run_request(const RunReques
     if (interrupted()) return Error({RunFailure::interrupted, "interrupted before call " + std::to_string(i)});
     auto seed = calls.start(i, request.calls[i]);
     if (!seed) return Error(seed.error());
-    auto run = m_inputs ? std::expected<CallRun, RunError>(run_call_in_place(request, i, *seed, m_forward, *m_device, *m_inputs, *m_region))
+    auto run = m_inputs ? std::expected<CallRun, RunError>(
+                              run_call_in_place(request, i, *seed, m_forward, *m_device, *m_inputs, *m_region))
                         : run_call(request, i, *seed, m_forward, *m_device, *m_region);
     if (!run) return Error(run.error());
     if (auto written = calls.report(run->report); !written) return Error(written.error());

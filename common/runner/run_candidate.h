@@ -21,7 +21,7 @@ namespace ca {
 /// Why a run stopped before its last call. A candidate that returns non-zero or changes its inputs does not stop
 /// the run: that is a failed call, reported in results.jsonl.
 enum class RunFailure {
-  no_request,   // the request file cannot be read
+  no_request,    // the request file cannot be read
   bad_request,   // the request is malformed or asks for what this runner cannot do (cuda in a build without CUDA)
   load_failed,   // dlopen or dlsym("ca_forward") failed; a load_failed event was written
   io_error,      // output_dir or results.jsonl not writable, the output region not mappable, or no memory for buffers
@@ -71,9 +71,9 @@ class CandidateRunner {
   CandidateRunner& operator=(const CandidateRunner&) = delete;
 
   /// Runs `request`'s calls (results.jsonl in its output_dir starts with the loaded or load_failed event) and says
-  /// how many ran and failed, or why the run stopped early. A request after the first must name the same library, backend, device_index and num_threads (else
-  /// bad_request): the library is loaded once and stays. A failure other than a failed call leaves the runner unfit
-  /// for more requests (the process should exit with exit_code_of).
+  /// how many ran and failed, or why the run stopped early. A request after the first must name the same library,
+  /// backend, device_index and num_threads (else bad_request): the library is loaded once and stays. A failure other
+  /// than a failed call leaves the runner unfit for more requests (the process should exit with exit_code_of).
   std::expected<RunSummary, RunError> run(const RunRequest& request);
   /// As run(), with each call's seed taken from and its report given to `channel` (serve_requests: the pipe)
   /// instead of the request and results.jsonl, which then holds the loaded event only.
@@ -82,7 +82,9 @@ class CandidateRunner {
  private:
   std::optional<OutputRegion> m_region;
   std::optional<OutputRegion> m_inputs;  // the request's input_region, mapped while requests name it
-  std::expected<RunSummary, RunError> run_request(const RunRequest& request, CallChannel* channel);  // the last request's, mapped (and pinned on cuda) while requests reuse it
+  std::expected<RunSummary, RunError> run_request(
+      const RunRequest& request,
+      CallChannel* channel);  // the last request's, mapped (and pinned on cuda) while requests reuse it
   std::unique_ptr<Device> m_device;
   RunRequest m_first;  // library, backend, device_index, num_threads of the first request
   ForwardFn m_forward = nullptr;
@@ -90,7 +92,7 @@ class CandidateRunner {
 };
 
 /// How a request's calls are handed to the runner and reported: one at a time, the next one only once the last one's
-/// report is out, so that nothing in the candidate's process tells a call that has not started (EXPLOITS B14).
+/// report is out, so that nothing in the candidate's process tells a call that has not started (docs/EXPLOITS.md, B14).
 class CallChannel {
  public:
   virtual ~CallChannel() = default;

@@ -25,7 +25,7 @@ constexpr char k_lock[] = "owner.lock";
 bool abandoned(const std::string& path) {
   int fd = ::open((path + "/" + k_lock).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
-    struct stat status{};
+    struct stat status {};
     // Without a lock file: being made right now (the lock goes in by rename), or older than the lock.
     return errno == ENOENT && ::lstat(path.c_str(), &status) == 0 &&
            std::difftime(std::time(nullptr), status.st_mtime) > k_unowned_run_dir_grace_s;
@@ -44,7 +44,7 @@ size_t sweep_run_dirs(const std::string& parent) {
   while (const dirent* entry = ::readdir(dir)) {
     if (std::strncmp(entry->d_name, k_prefix, sizeof k_prefix - 1) != 0) continue;
     std::string path = parent + "/" + entry->d_name;
-    struct stat status{};
+    struct stat status {};
     // Only directories of this user: another user's cannot be removed, and are none of ours.
     if (::lstat(path.c_str(), &status) != 0 || !S_ISDIR(status.st_mode) || status.st_uid != ::geteuid()) continue;
     if (abandoned(path) && remove_tree(path)) ++removed;
@@ -56,7 +56,9 @@ size_t sweep_run_dirs(const std::string& parent) {
 RunDir::RunDir(std::string path, int lock_fd) : m_path(std::move(path)), m_io(m_path + "/io"), m_lock_fd(lock_fd) {}
 
 RunDir::RunDir(RunDir&& other) noexcept
-    : m_path(std::exchange(other.m_path, "")), m_io(std::move(other.m_io)), m_lock_fd(std::exchange(other.m_lock_fd, -1)) {}
+    : m_path(std::exchange(other.m_path, "")),
+      m_io(std::move(other.m_io)),
+      m_lock_fd(std::exchange(other.m_lock_fd, -1)) {}
 
 RunDir::~RunDir() {
   if (!m_path.empty()) remove_tree(m_path);

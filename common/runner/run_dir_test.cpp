@@ -97,7 +97,9 @@ TEST_F(RunDirTest, ADirectoryWithoutALockIsLeftAloneUntilItIsOld) {
   fs::create_directories(young);
   fs::create_directories(old);
   const time_t long_ago = std::time(nullptr) - time_t(k_unowned_run_dir_grace_s) - 60;
-  struct utimbuf times{long_ago, long_ago};
+  struct utimbuf times {
+    long_ago, long_ago
+  };
   ASSERT_EQ(::utime(old.c_str(), &times), 0);
   EXPECT_EQ(sweep_run_dirs(m_parent.string()), 1u);
   EXPECT_TRUE(fs::exists(young)) << "may be one being made right now";
@@ -107,7 +109,8 @@ TEST_F(RunDirTest, ADirectoryWithoutALockIsLeftAloneUntilItIsOld) {
 TEST_F(RunDirTest, AParentThatCannotBeWrittenIsAClearError) {
   auto run_dir = RunDir::create((m_parent / "missing").string());
   ASSERT_FALSE(run_dir);
-  EXPECT_NE(run_dir.error().find("cannot create a run directory under " + (m_parent / "missing").string()), std::string::npos)
+  EXPECT_NE(run_dir.error().find("cannot create a run directory under " + (m_parent / "missing").string()),
+            std::string::npos)
       << run_dir.error();
   EXPECT_EQ(sweep_run_dirs((m_parent / "missing").string()), 0u);
 }

@@ -4,9 +4,9 @@
 #include <cstdlib>
 
 #include "ir/tensor_init.h"
-#include "util/atomic_file.h"
 #include "runner/device.h"
 #include "runner/runner_fixture.h"
+#include "util/atomic_file.h"
 
 namespace ca {
 namespace {
@@ -81,7 +81,8 @@ class RunnerTest : public RunnerFixture {
   std::string compile(const std::string& name, const char* source) {
     fs::path cpp = m_dir / (name + ".cpp"), so = m_dir / (name + ".so");
     EXPECT_TRUE(write_file_atomic(cpp.string(), source));
-    std::string command = "g++ -O2 -shared -fPIC -I" CA_SOURCE_DIR "/kernels/include -o '" + so.string() + "' '" + cpp.string() + "'";
+    std::string command =
+        "g++ -O2 -shared -fPIC -I" CA_SOURCE_DIR "/kernels/include -o '" + so.string() + "' '" + cpp.string() + "'";
     EXPECT_EQ(std::system(command.c_str()), 0) << command;
     return so.string();
   }
@@ -113,7 +114,8 @@ TEST_F(RunnerTest, ReluOutputsEqualReluOfTheSharedInputsForEachSeed) {
     std::vector<float> input = as_floats(make_tensor_bytes(call == 0 ? x : x_signed, r.calls[call].seed, 0).value());
     std::vector<float> output = as_floats(outputs_of(call));
     ASSERT_EQ(output.size(), input.size());
-    for (size_t i = 0; i < input.size(); ++i) ASSERT_EQ(output[i], std::max(input[i], 0.0f)) << "call " << call << " element " << i;
+    for (size_t i = 0; i < input.size(); ++i)
+      ASSERT_EQ(output[i], std::max(input[i], 0.0f)) << "call " << call << " element " << i;
     EXPECT_NE(output, previous) << "seeds must give different inputs";
     previous = output;
   }
@@ -122,7 +124,8 @@ TEST_F(RunnerTest, ReluOutputsEqualReluOfTheSharedInputsForEachSeed) {
 
 TEST_F(RunnerTest, BufferAddressesAreFreshEveryCall) {
   // 4 MB buffers come from mmap, which readily hands a just-unmapped range back.
-  auto r = request(compile("recorder", k_pointer_recorder), {float_tensor("x", {1 << 20})}, {{DType::float32, {1 << 20}}}, {1, 2, 3, 4});
+  auto r = request(compile("recorder", k_pointer_recorder), {float_tensor("x", {1 << 20})},
+                   {{DType::float32, {1 << 20}}}, {1, 2, 3, 4});
   ASSERT_EQ(run(r).code, 0) << m_stderr;
   RunLog log = results();
   ASSERT_EQ(log.calls.size(), 4u);
@@ -130,7 +133,8 @@ TEST_F(RunnerTest, BufferAddressesAreFreshEveryCall) {
 }
 
 TEST_F(RunnerTest, WritingAnInputFailsTheCall) {
-  auto r = request(compile("writer", k_writes_second_input), {float_tensor("a", {8}), float_tensor("b", {8})}, {{DType::float32, {8}}}, {1});
+  auto r = request(compile("writer", k_writes_second_input), {float_tensor("a", {8}), float_tensor("b", {8})},
+                   {{DType::float32, {8}}}, {1});
   EXPECT_EQ(run(r).code, 1) << m_stderr;
   RunLog log = results();
   ASSERT_EQ(log.calls.size(), 1u);
@@ -153,7 +157,8 @@ TEST_F(RunnerTest, NonZeroReturnIsReported) {
 }
 
 TEST_F(RunnerTest, UnwrittenOutputsStillHoldPoison) {
-  auto r = request(compile("lazy", k_writes_nothing), {float_tensor("x", {4})}, {{DType::float32, {10}}, {DType::int32, {5}}}, {1});
+  auto r = request(compile("lazy", k_writes_nothing), {float_tensor("x", {4})},
+                   {{DType::float32, {10}}, {DType::int32, {5}}}, {1});
   ASSERT_EQ(run(r).code, 0) << m_stderr;
   EXPECT_EQ(results().calls.at(0).output_bytes, 10 * 4 + 5 * 4);
   std::vector<uint8_t> bytes = outputs_of(0);
@@ -165,7 +170,8 @@ TEST_F(RunnerTest, UnwrittenOutputsStillHoldPoison) {
 }
 
 TEST_F(RunnerTest, CrashKillsOnlyTheRunnerAndKeepsEarlierResults) {
-  auto r = request(compile("crash", k_crashes_second_call), {float_tensor("x", {4})}, {{DType::float32, {4}}}, {1, 2, 3});
+  auto r =
+      request(compile("crash", k_crashes_second_call), {float_tensor("x", {4})}, {{DType::float32, {4}}}, {1, 2, 3});
   Exit exit = run(r);
   ASSERT_TRUE(exit.signaled) << "exit code " << exit.code << ": " << m_stderr;
   EXPECT_EQ(exit.code, SIGSEGV);
@@ -222,7 +228,9 @@ TEST_F(RunnerTest, RequestProblemsAreReportedWithTheirExitCodes) {
   EXPECT_NE(m_stderr.find("ca-runner: error:"), std::string::npos) << m_stderr;
 
   std::string bad = (m_dir / "bad.json").string();
-  ASSERT_TRUE(write_file_atomic(bad, R"({"library":"a.so","backend":"cpu","tensors":[],"outputs":[],"calls":[],"output_region":{"path":"r","bytes":0},"output_dir":"o"})"));
+  ASSERT_TRUE(write_file_atomic(
+      bad,
+      R"({"library":"a.so","backend":"cpu","tensors":[],"outputs":[],"calls":[],"output_region":{"path":"r","bytes":0},"output_dir":"o"})"));
   EXPECT_EQ(run_on(bad).code, 64);
   EXPECT_NE(m_stderr.find("request.outputs: expected at least one output"), std::string::npos) << m_stderr;
 }
@@ -315,7 +323,8 @@ TEST_F(RunnerTest, ServeRunsEachRequestInOneProcessAtFreshAddresses) {
     EXPECT_GE(log.facts.value("load_s", -1.0), 0.0) << log.facts.dump();
     EXPECT_TRUE(log.calls.empty()) << "served reports go over the pipe only";
     ASSERT_EQ(calls.size(), 3u) << "round " << round;
-    for (const auto& call : calls) EXPECT_EQ(call.rc, 0) << "round " << round << " call " << call.call << " saw a pointer again";
+    for (const auto& call : calls)
+      EXPECT_EQ(call.rc, 0) << "round " << round << " call " << call.call << " saw a pointer again";
     EXPECT_EQ(calls[2].output_bytes, 4 << 20);
     EXPECT_EQ(as_floats(outputs_of(2))[0], 1.0f) << "round " << round;
   }
@@ -333,7 +342,8 @@ TEST_F(RunnerTest, ServeWritesEachRequestIntoTheRegionItNames) {
       std::vector<float> input = as_floats(make_tensor_bytes(x, r.calls[call].seed, 0).value());
       std::vector<float> output = as_floats(outputs_of(call));
       ASSERT_EQ(output.size(), input.size());
-      for (size_t i = 0; i < input.size(); ++i) ASSERT_EQ(output[i], std::max(input[i], 0.0f)) << what << " call " << call << " element " << i;
+      for (size_t i = 0; i < input.size(); ++i)
+        ASSERT_EQ(output[i], std::max(input[i], 0.0f)) << what << " call " << call << " element " << i;
     }
   };
   auto r = request(library, {x}, {{DType::float32, {1000}}}, {1, 2});
@@ -407,7 +417,8 @@ TEST_F(RunnerTest, ServedCpuCallsTakeTheTrustedSidesInputsAndNoSeedFromTheReques
     ASSERT_TRUE(report) << report.error() << served_stderr();
     EXPECT_EQ(report->output_bytes, 4000);
     std::vector<float> output = as_floats(outputs_of(call));
-    for (int i = 0; i < 1000; ++i) ASSERT_EQ(output[i], std::max(input[i], 0.0f)) << "call " << call << " element " << i;
+    for (int i = 0; i < 1000; ++i)
+      ASSERT_EQ(output[i], std::max(input[i], 0.0f)) << "call " << call << " element " << i;
   }
   // A call out of turn ends the runner.
   std::string answer = runner.ask(path);

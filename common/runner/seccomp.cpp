@@ -54,7 +54,8 @@ void on_forbidden(int, siginfo_t* info, void*) {
 }
 
 std::expected<void, std::string> install(Program& program, unsigned flags) {
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return std::unexpected(std::string("no_new_privs: ") + std::strerror(errno));
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+    return std::unexpected(std::string("no_new_privs: ") + std::strerror(errno));
   sock_fprog fprog{static_cast<unsigned short>(program.code.size()), program.code.data()};
   if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &fprog) != 0) {
     return std::unexpected(std::string("seccomp: ") + std::strerror(errno));
@@ -68,15 +69,16 @@ std::expected<void, std::string> forbid_processes_and_signals() {
   struct sigaction action {};
   action.sa_sigaction = on_forbidden;
   action.sa_flags = SA_SIGINFO;
-  if (::sigaction(SIGSYS, &action, nullptr) != 0) return std::unexpected(std::string("sigaction: ") + std::strerror(errno));
+  if (::sigaction(SIGSYS, &action, nullptr) != 0)
+    return std::unexpected(std::string("sigaction: ") + std::strerror(errno));
   const uint32_t self = uint32_t(::getpid());
   const uint32_t trap = SECCOMP_RET_TRAP, allow = SECCOMP_RET_ALLOW;
   Program p;
   p.arch_check();
   p.on(__NR_clone3, SECCOMP_RET_ERRNO | ENOSYS);
-  for (int nr : {__NR_fork, __NR_vfork, __NR_execve, __NR_execveat, __NR_ptrace, __NR_process_vm_readv, __NR_process_vm_writev,
-                 __NR_io_uring_setup, __NR_userfaultfd, __NR_tkill, __NR_pidfd_send_signal, __NR_rt_sigqueueinfo,
-                 __NR_rt_tgsigqueueinfo, __NR_setpgid, __NR_setsid}) {
+  for (int nr : {__NR_fork, __NR_vfork, __NR_execve, __NR_execveat, __NR_ptrace, __NR_process_vm_readv,
+                 __NR_process_vm_writev, __NR_io_uring_setup, __NR_userfaultfd, __NR_tkill, __NR_pidfd_send_signal,
+                 __NR_rt_sigqueueinfo, __NR_rt_tgsigqueueinfo, __NR_setpgid, __NR_setsid}) {
     p.on(uint32_t(nr), trap);
   }
   // clone: a thread (CLONE_THREAD) may be made, a process may not.

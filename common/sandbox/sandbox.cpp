@@ -18,8 +18,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -39,20 +39,24 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr size_t k_max_output = size_t{32} << 20;  // per stream; the rest is read and dropped
+constexpr size_t k_max_output = size_t{32} << 20;        // per stream; the rest is read and dropped
 constexpr auto k_drain_grace = std::chrono::seconds(5);  // after exit or kill, for the pipes to close
-constexpr int k_max_depth = 256;                          // of a writable tree given to the sandbox user
-constexpr int k_status_fd = 3;                            // bwrap --json-status-fd in the child
-constexpr int k_exec_error_fd = 4;                        // the child reports a failed exec here
+constexpr int k_max_depth = 256;                         // of a writable tree given to the sandbox user
+constexpr int k_status_fd = 3;                           // bwrap --json-status-fd in the child
+constexpr int k_exec_error_fd = 4;                       // the child reports a failed exec here
 // What programs need from /etc to start (the dynamic linker's cache, user
 // names, alternatives symlinks); the rest of /etc holds host secrets.
-const char* const k_etc_files[] = {"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
+const char* const k_etc_files[] = {"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",  "/etc/alternatives",
                                    "/etc/passwd",      "/etc/group",      "/etc/nsswitch.conf", "/etc/localtime"};
 const char* const k_system_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
 
-void add(std::vector<std::string>& args, std::initializer_list<std::string> words) { args.insert(args.end(), words); }
+void add(std::vector<std::string>& args, std::initializer_list<std::string> words) {
+  args.insert(args.end(), words);
+}
 
-bool contains(const std::string& text, std::string_view needle) { return text.find(needle) != std::string::npos; }
+bool contains(const std::string& text, std::string_view needle) {
+  return text.find(needle) != std::string::npos;
+}
 
 std::string find_on_path(const std::string& name) {
   const char* path = std::getenv("PATH");
@@ -175,8 +179,11 @@ std::vector<Limit> rlimits(const SandboxSpec& spec) {
   // run limits data segments (what malloc and cudaMallocHost grow) instead.
   int memory_resource = spec.gpu ? RLIMIT_DATA : RLIMIT_AS;
   // SIGXCPU at the soft limit, SIGKILL a second later for one that ignores it.
-  return {{RLIMIT_CPU, cpu, cpu + 1}, {memory_resource, memory, memory}, {RLIMIT_NPROC, processes, processes},
-          {RLIMIT_FSIZE, file, file}, {RLIMIT_CORE, 0, 0}};
+  return {{RLIMIT_CPU, cpu, cpu + 1},
+          {memory_resource, memory, memory},
+          {RLIMIT_NPROC, processes, processes},
+          {RLIMIT_FSIZE, file, file},
+          {RLIMIT_CORE, 0, 0}};
 }
 
 struct Stream {
@@ -200,9 +207,11 @@ bool drain(Stream& stream) {
 // What most likely ended a failed command, from its signal and what it said.
 std::string limit_hit(const SandboxResult& result, const SandboxLimits& limits, double cpu_used, bool truncated) {
   if (result.exit_code == 0 && !result.timed_out) return truncated ? "output" : "";
-  if (result.signal == SIGXCPU || (result.signal == SIGKILL && !result.timed_out && cpu_used >= limits.cpu_s)) return "cpu";
+  if (result.signal == SIGXCPU || (result.signal == SIGKILL && !result.timed_out && cpu_used >= limits.cpu_s))
+    return "cpu";
   if (result.signal == SIGXFSZ || contains(result.err, "File too large")) return "file size";
-  for (std::string_view sign : {"MemoryError", "bad_alloc", "Cannot allocate memory", "out of memory", "memory exhausted"}) {
+  for (std::string_view sign :
+       {"MemoryError", "bad_alloc", "Cannot allocate memory", "out of memory", "memory exhausted"}) {
     if (contains(result.err, sign)) return "memory";
   }
   if (contains(result.err, "Resource temporarily unavailable")) return "processes";  // EAGAIN from fork or clone
@@ -284,10 +293,10 @@ void kill_sandbox(const Child& child) {
 struct SandboxProcess {
   SandboxSpec spec;  // resolved
   Child child;
-  UniqueFd stdin_fd;          // -1 once closed (or when stdin is /dev/null)
-  std::string pending;        // bytes not yet written to the command's stdin
-  bool close_stdin = false;   // close stdin once `pending` is written
-  std::string status_text;    // bwrap's --json-status-fd
+  UniqueFd stdin_fd;         // -1 once closed (or when stdin is /dev/null)
+  std::string pending;       // bytes not yet written to the command's stdin
+  bool close_stdin = false;  // close stdin once `pending` is written
+  std::string status_text;   // bwrap's --json-status-fd
   SandboxResult result;
   Stream out{UniqueFd(), &result.out}, err{UniqueFd(), &result.err}, status{UniqueFd(), &status_text};
   std::optional<Clock::time_point> give_up;  // set once bwrap exited or was killed: how long to drain the pipes
@@ -328,7 +337,8 @@ Clock::time_point deadline_after(double seconds) {
 
 // Feeds stdin, collects output and status until bwrap is gone or, while it runs, `enough()` holds; kills the sandbox
 // at `deadline` (result.timed_out) or on an interrupt (then fails with "interrupted" once it is gone).
-std::expected<void, std::string> supervise(SandboxProcess& p, Clock::time_point deadline, const std::function<bool()>& enough) {
+std::expected<void, std::string> supervise(SandboxProcess& p, Clock::time_point deadline,
+                                           const std::function<bool()>& enough) {
   PipeSignalBlock block;
   Stream* streams[] = {&p.out, &p.err, &p.status};
   for (;;) {
@@ -400,7 +410,8 @@ std::vector<pid_t> children_of(pid_t pid) {
     size_t close = stat_text.rfind(')');  // the command name may hold spaces and parentheses
     char state = 0;
     int ppid = 0;
-    if (close != std::string::npos && std::sscanf(stat_text.c_str() + close + 1, " %c %d", &state, &ppid) == 2 && ppid == pid) {
+    if (close != std::string::npos && std::sscanf(stat_text.c_str() + close + 1, " %c %d", &state, &ppid) == 2 &&
+        ppid == pid) {
       children.push_back(std::stoi(name));
     }
   }
@@ -469,7 +480,7 @@ pid_t command_process(pid_t bwrap) {
     std::ifstream status("/proc/" + std::to_string(pid) + "/status");
     for (std::string line; std::getline(status, line);) {
       if (!line.starts_with("NSpid:")) continue;
-      if (line.size() > 2 && line.ends_with("\t2") ) return pid;
+      if (line.size() > 2 && line.ends_with("\t2")) return pid;
       break;
     }
   }
@@ -515,7 +526,8 @@ std::vector<std::string> bwrap_arguments(const SandboxSpec& spec, HostUser host_
   if (!ec && !cuda.string().starts_with("/usr/")) add(args, {"--ro-bind", cuda.string(), cuda.string()});
   // /tmp is the sandbox's own, sized so that files there cannot fill the host's memory.
   int64_t tmp_bytes = std::max<int64_t>(spec.limits.file_bytes, int64_t{64} << 20) * 4;
-  add(args, {"--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--size", std::to_string(tmp_bytes), "--tmpfs", "/tmp"});
+  add(args,
+      {"--dev", "/dev", "--proc", "/proc", "--perms", "1777", "--size", std::to_string(tmp_bytes), "--tmpfs", "/tmp"});
   if (spec.gpu) {
     for (const auto& device : gpu_devices()) add(args, {"--dev-bind", device, device});
     add(args, {"--ro-bind-try", "/sys", "/sys"});  // the CUDA driver reads PCI and NUMA topology there
@@ -525,7 +537,8 @@ std::vector<std::string> bwrap_arguments(const SandboxSpec& spec, HostUser host_
   std::set<std::string> made = {"/", "/tmp", "/dev", "/proc", "/usr", "/etc"};
   auto add_parents = [&](const std::string& target) {
     std::vector<std::string> chain;
-    for (fs::path p = fs::path(target).parent_path(); p.has_relative_path(); p = p.parent_path()) chain.push_back(p.string());
+    for (fs::path p = fs::path(target).parent_path(); p.has_relative_path(); p = p.parent_path())
+      chain.push_back(p.string());
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       if (it->starts_with("/usr/") || !made.insert(*it).second) continue;
       add(args, {"--perms", "0755", "--dir", *it});
@@ -540,13 +553,15 @@ std::vector<std::string> bwrap_arguments(const SandboxSpec& spec, HostUser host_
   add(args, {"--chdir", spec.workdir, "--clearenv"});
   std::string path = "/usr/local/bin:/usr/bin:/bin";
   if (fs::is_directory("/usr/local/cuda/bin", ec)) path += ":/usr/local/cuda/bin";
-  add(args, {"--setenv", "PATH", path, "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8"});
+  add(args, {"--setenv", "PATH", path, "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG",
+             "C.UTF-8"});
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   if (spec.gpu && visible != nullptr) add(args, {"--setenv", "CUDA_VISIBLE_DEVICES", visible});
   args.push_back("--");
   if (host_user == HostUser::root) {
     std::string uid = std::to_string(k_sandbox_uid);
-    add(args, {setpriv, "--reuid", uid, "--regid", uid, "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--"});
+    add(args,
+        {setpriv, "--reuid", uid, "--regid", uid, "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--"});
   }
   args.insert(args.end(), spec.argv.begin(), spec.argv.end());
   return args;
@@ -565,9 +580,11 @@ std::expected<std::unique_ptr<SandboxProcess>, std::string> launch(const Sandbox
   std::string setpriv;
   if (host_user == HostUser::root) {
     setpriv = find_on_path("setpriv");
-    if (setpriv.empty()) return std::unexpected("setpriv not found on PATH (install util-linux); root needs it to drop privileges");
+    if (setpriv.empty())
+      return std::unexpected("setpriv not found on PATH (install util-linux); root needs it to drop privileges");
     for (const auto& path : spec->writable) {
-      if (auto given_away = chown_tree(AT_FDCWD, path.c_str(), path, 0); !given_away) return std::unexpected(given_away.error());
+      if (auto given_away = chown_tree(AT_FDCWD, path.c_str(), path, 0); !given_away)
+        return std::unexpected(given_away.error());
     }
     std::vector<std::string> to_read = spec->readable;
     to_read.push_back(spec->workdir);
@@ -587,8 +604,8 @@ std::expected<std::unique_ptr<SandboxProcess>, std::string> launch(const Sandbox
   }
   UniqueFd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   bool feed = interactive || !spec->stdin_data.empty();
-  auto child = start(args, *spec, feed ? in_pipe->first.get() : null_fd.get(), out_pipe->second.get(), err_pipe->second.get(),
-                     status_pipe->second.get());
+  auto child = start(args, *spec, feed ? in_pipe->first.get() : null_fd.get(), out_pipe->second.get(),
+                     err_pipe->second.get(), status_pipe->second.get());
   if (!child) return std::unexpected(child.error());
   auto p = std::make_unique<SandboxProcess>();
   p->child = *child;
@@ -623,11 +640,13 @@ std::expected<SandboxResult, std::string> conclude(SandboxProcess& p) {
     result.exit_code = 127;  // no such command: the command's failure, as in a shell
   } else {
     std::string message = result.err.substr(0, result.err.find('\n'));
-    return std::unexpected("sandbox setup failed: " + (message.empty() ? "bwrap exited without starting the command" : message));
+    return std::unexpected("sandbox setup failed: " +
+                           (message.empty() ? "bwrap exited without starting the command" : message));
   }
   if (result.exit_code > 128 && result.exit_code < 128 + 65) result.signal = result.exit_code - 128;
   const rusage& usage = p.child.usage;
-  double cpu_used = double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + 1e-6 * double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+  double cpu_used = double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                    1e-6 * double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
   result.limit_hit = limit_hit(result, p.spec.limits, cpu_used, p.out.truncated || p.err.truncated);
   return result;
 }
@@ -637,7 +656,8 @@ std::expected<SandboxResult, std::string> conclude(SandboxProcess& p) {
 std::expected<SandboxResult, std::string> run_sandboxed(const SandboxSpec& spec) {
   auto p = launch(spec, false);
   if (!p) return std::unexpected(p.error());
-  if (auto done = supervise(**p, deadline_after(spec.limits.wall_s), [] { return false; }); !done) return std::unexpected(done.error());
+  if (auto done = supervise(**p, deadline_after(spec.limits.wall_s), [] { return false; }); !done)
+    return std::unexpected(done.error());
   return conclude(**p);
 }
 
@@ -660,7 +680,9 @@ std::expected<SandboxSession, std::string> SandboxSession::start(const SandboxSp
   return SandboxSession(std::move(*p));
 }
 
-bool SandboxSession::running() const { return m_process && !m_process->gone; }
+bool SandboxSession::running() const {
+  return m_process && !m_process->gone;
+}
 
 void SandboxSession::send_line(std::string_view line) {
   if (!m_process || m_process->stdin_fd.get() < 0) return;
@@ -734,7 +756,8 @@ std::expected<SandboxResult, std::string> SandboxSession::finish(double timeout_
   std::unique_ptr<SandboxProcess> p = std::move(m_process);
   p->close_stdin = true;
   if (!p->gone) {
-    if (auto done = supervise(*p, deadline_after(timeout_s), [] { return false; }); !done) return std::unexpected(done.error());
+    if (auto done = supervise(*p, deadline_after(timeout_s), [] { return false; }); !done)
+      return std::unexpected(done.error());
   }
   return conclude(*p);
 }

@@ -1,4 +1,4 @@
-// Runs one command isolated with bubblewrap (DESIGN §6, §9; EXPLOITS A4, C4):
+// Runs one command isolated with bubblewrap (docs/EXPLOITS.md, §9; docs/EXPLOITS.md, A4, C4):
 // no network, its own PID/IPC/UTS namespaces, a read-only view of the system
 // directories and of the workspace, only the named paths writable, resource
 // limits, and a wall-clock timeout that kills everything inside. Either to
@@ -17,11 +17,11 @@
 namespace ca {
 
 struct SandboxLimits {
-  double wall_s = 60;                  // enforced by the parent, which kills the sandbox
-  double cpu_s = 60;                   // RLIMIT_CPU: per process, so the wall limit backs it up
-  int64_t memory_bytes = 8LL << 30;    // RLIMIT_AS (RLIMIT_DATA with gpu, see run_sandboxed)
-  int processes = 64;                  // RLIMIT_NPROC: counts every process of the sandbox's user
-  int64_t file_bytes = 256LL << 20;    // RLIMIT_FSIZE: the largest file the command may write
+  double wall_s = 60;                // enforced by the parent, which kills the sandbox
+  double cpu_s = 60;                 // RLIMIT_CPU: per process, so the wall limit backs it up
+  int64_t memory_bytes = 8LL << 30;  // RLIMIT_AS (RLIMIT_DATA with gpu, see run_sandboxed)
+  int processes = 64;                // RLIMIT_NPROC: counts every process of the sandbox's user
+  int64_t file_bytes = 256LL << 20;  // RLIMIT_FSIZE: the largest file the command may write
 };
 
 struct SandboxSpec {

@@ -48,7 +48,9 @@ class SandboxTest : public ::testing::Test {
   fs::path m_root;
 };
 
-bool has_python() { return ::access("/usr/bin/python3", X_OK) == 0; }
+bool has_python() {
+  return ::access("/usr/bin/python3", X_OK) == 0;
+}
 
 TEST_F(SandboxTest, CapturesOutputAndExitCode) {
   SandboxResult result = run(spec("echo hello; echo oops >&2; exit 3"));
@@ -68,7 +70,8 @@ TEST_F(SandboxTest, FeedsStdinAndRunsInWorkdir) {
 }
 
 TEST_F(SandboxTest, OnlyWritablePathsCanBeWritten) {
-  SandboxResult result = run(spec("echo k > kernels/x.cu && echo ok; echo bad > model.py; touch new.txt; touch /x; echo t > /tmp/t && cat /tmp/t"));
+  SandboxResult result = run(spec(
+      "echo k > kernels/x.cu && echo ok; echo bad > model.py; touch new.txt; touch /x; echo t > /tmp/t && cat /tmp/t"));
   EXPECT_EQ(result.out, "ok\nt\n");
   EXPECT_TRUE(fs::exists(m_root / "kernels" / "x.cu"));
   EXPECT_FALSE(fs::exists(m_root / "new.txt"));
@@ -80,7 +83,8 @@ TEST_F(SandboxTest, OnlyWritablePathsCanBeWritten) {
 
 TEST_F(SandboxTest, HostFilesOutsideTheMountsAreInvisible) {
   std::string source = CA_SOURCE_DIR;
-  SandboxResult result = run(spec("cat " + source + "/CMakeLists.txt >/dev/null && echo source; ls /root >/dev/null 2>&1 && echo root;"
+  SandboxResult result = run(spec("cat " + source +
+                                  "/CMakeLists.txt >/dev/null && echo source; ls /root >/dev/null 2>&1 && echo root;"
                                   "ls /etc/shadow >/dev/null 2>&1 && echo shadow; ls / | tr '\\n' ' '"));
   EXPECT_EQ(result.out.find("source"), std::string::npos) << result.out;
   EXPECT_EQ(result.out.find("root"), std::string::npos) << result.out;
@@ -89,7 +93,8 @@ TEST_F(SandboxTest, HostFilesOutsideTheMountsAreInvisible) {
 }
 
 TEST_F(SandboxTest, HasNoNetworkButLoopback) {
-  SandboxResult result = run(spec("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; exec 3<>/dev/tcp/1.1.1.1/80 && echo connected"));
+  SandboxResult result =
+      run(spec("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '; exec 3<>/dev/tcp/1.1.1.1/80 && echo connected"));
   EXPECT_EQ(result.out, "lo\n");
 }
 
@@ -330,8 +335,9 @@ TEST_F(SandboxTest, SessionInterruptKillsTheSandbox) {
 
 TEST_F(SandboxTest, PausedSessionRunsNothingUntilResumed) {
   // A grandchild left running in the background, detached into its own session, is stopped too.
-  SandboxSession session = start_session(
-      spec("read -r line; setsid bash -c 'while :; do echo t >> kernels/ticks; sleep 0.05; done' & echo up; read -r line; echo back"));
+  SandboxSession session =
+      start_session(spec("read -r line; setsid bash -c 'while :; do echo t >> kernels/ticks; sleep 0.05; done' & echo "
+                         "up; read -r line; echo back"));
   fs::path ticks = m_root / "kernels" / "ticks";
   session.send_line("go");
   EXPECT_EQ(session.wait_line(10).value(), std::optional<std::string>("up"));

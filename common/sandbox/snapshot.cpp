@@ -16,8 +16,8 @@
 #include <memory>
 #include <vector>
 
-#include "util/remove_tree.h"
 #include "util/atomic_file.h"
+#include "util/remove_tree.h"
 
 namespace ca {
 
@@ -132,7 +132,8 @@ std::expected<void, std::string> copy_data(archive* in, archive* out, const std:
     int status = archive_read_data_block(in, &block, &size, &offset);
     if (status == ARCHIVE_EOF) return {};
     if (status != ARCHIVE_OK) return std::unexpected(name + ": " + archive_message(in));
-    if (archive_write_data_block(out, block, size, offset) != ARCHIVE_OK) return std::unexpected(name + ": " + archive_message(out));
+    if (archive_write_data_block(out, block, size, offset) != ARCHIVE_OK)
+      return std::unexpected(name + ": " + archive_message(out));
   }
 }
 
@@ -142,7 +143,8 @@ std::expected<void, std::string> extract(archive* in, const fs::path& root) {
   // Entries were checked, but libarchive checks again as it writes: never
   // through a symlink, never "..". Destinations are absolute (root/name), so
   // its check for absolute paths cannot be used; `root` is symlink-free.
-  archive_write_disk_set_options(out.get(), ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT);
+  archive_write_disk_set_options(
+      out.get(), ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT);
   archive_entry* entry;
   for (;;) {
     int status = archive_read_next_header(in, &entry);
@@ -173,11 +175,13 @@ std::expected<void, std::string> extract(archive* in, const fs::path& root) {
       link_destination = (root / hardlink).string();
       archive_entry_set_hardlink(entry, link_destination.c_str());
     }
-    if (archive_write_header(out.get(), entry) != ARCHIVE_OK) return std::unexpected("entry '" + name + "': " + archive_message(out.get()));
+    if (archive_write_header(out.get(), entry) != ARCHIVE_OK)
+      return std::unexpected("entry '" + name + "': " + archive_message(out.get()));
     if (archive_entry_size(entry) > 0) {
       if (auto copied = copy_data(in, out.get(), "entry '" + name + "'"); !copied) return copied;
     }
-    if (archive_write_finish_entry(out.get()) != ARCHIVE_OK) return std::unexpected("entry '" + name + "': " + archive_message(out.get()));
+    if (archive_write_finish_entry(out.get()) != ARCHIVE_OK)
+      return std::unexpected("entry '" + name + "': " + archive_message(out.get()));
   }
 }
 
@@ -197,7 +201,8 @@ std::expected<void, std::string> pack_directory(const std::string& dir, const st
     entries.push_back(it->path().lexically_relative(dir));
   }
   if (ec) return std::unexpected(dir + ": " + ec.message());
-  std::sort(entries.begin(), entries.end(), [](const fs::path& a, const fs::path& b) { return a.generic_string() < b.generic_string(); });
+  std::sort(entries.begin(), entries.end(),
+            [](const fs::path& a, const fs::path& b) { return a.generic_string() < b.generic_string(); });
 
   auto file = AtomicFile::create(archive_path);
   if (!file) return std::unexpected(file.error());
@@ -210,11 +215,13 @@ std::expected<void, std::string> pack_directory(const std::string& dir, const st
   if (!zstd) archive_write_set_filter_option(a.get(), "gzip", "timestamp", nullptr);  // no time in the gzip header
   // Padding the last block with zeros is for tapes; after zstd it is trailing garbage.
   archive_write_set_bytes_in_last_block(a.get(), 1);
-  if (archive_write_open_FILE(a.get(), file->stream()) != ARCHIVE_OK) return std::unexpected(archive_path + ": " + archive_message(a.get()));
+  if (archive_write_open_FILE(a.get(), file->stream()) != ARCHIVE_OK)
+    return std::unexpected(archive_path + ": " + archive_message(a.get()));
   for (const auto& entry : entries) {
     if (auto added = add_entry(a.get(), dir, entry); !added) return added;
   }
-  if (archive_write_close(a.get()) != ARCHIVE_OK) return std::unexpected(archive_path + ": " + archive_message(a.get()));
+  if (archive_write_close(a.get()) != ARCHIVE_OK)
+    return std::unexpected(archive_path + ": " + archive_message(a.get()));
   if (auto committed = file->commit(); !committed) return committed;
   // The temporary file was private (0600); a snapshot is as readable as any other output.
   if (fs::is_regular_file(archive_path, ec)) fs::permissions(archive_path, fs::perms(0644), ec);

@@ -24,9 +24,15 @@ struct FakeEntry {
   std::string hardlink;  // makes it a hardlink to this path
 };
 
-FakeEntry file(std::string path, std::string contents) { return {std::move(path), std::move(contents), "", ""}; }
-FakeEntry symlink(std::string path, std::string target) { return {std::move(path), "", std::move(target), ""}; }
-FakeEntry hardlink(std::string path, std::string target) { return {std::move(path), "", "", std::move(target)}; }
+FakeEntry file(std::string path, std::string contents) {
+  return {std::move(path), std::move(contents), "", ""};
+}
+FakeEntry symlink(std::string path, std::string target) {
+  return {std::move(path), "", std::move(target), ""};
+}
+FakeEntry hardlink(std::string path, std::string target) {
+  return {std::move(path), "", "", std::move(target)};
+}
 
 class SnapshotTest : public ::testing::Test {
  protected:
@@ -65,7 +71,8 @@ class SnapshotTest : public ::testing::Test {
         archive_entry_set_size(entry, static_cast<la_int64_t>(fake.contents.size()));
       }
       archive_write_header(a, entry);
-      if (fake.symlink.empty() && fake.hardlink.empty()) archive_write_data(a, fake.contents.data(), fake.contents.size());
+      if (fake.symlink.empty() && fake.hardlink.empty())
+        archive_write_data(a, fake.contents.data(), fake.contents.size());
       archive_entry_free(entry);
     }
     archive_write_close(a);
@@ -103,7 +110,8 @@ TEST_F(SnapshotTest, RoundTripsATree) {
   EXPECT_EQ(read(copy / "kernels" / "a.cu"), "__global__ void k() {}\n");
   EXPECT_TRUE(fs::is_directory(copy / "kernels" / "empty"));
   EXPECT_EQ(fs::read_symlink(copy / "kernels" / "link"), "../SKILL.md");
-  EXPECT_EQ(fs::status(copy / "kernels" / "sub" / "run.sh").permissions() & fs::perms::owner_exec, fs::perms::owner_exec);
+  EXPECT_EQ(fs::status(copy / "kernels" / "sub" / "run.sh").permissions() & fs::perms::owner_exec,
+            fs::perms::owner_exec);
 }
 
 TEST_F(SnapshotTest, EqualTreesGiveEqualArchives) {
@@ -120,7 +128,9 @@ TEST_F(SnapshotTest, EqualTreesGiveEqualArchives) {
   EXPECT_EQ(read(m_root / "z" / "a" / "z.txt"), "z");
 }
 
-TEST_F(SnapshotTest, RefusesAbsolutePaths) { expect_refused({file("/tmp/escaped", "x")}, "/tmp/escaped", "absolute path"); }
+TEST_F(SnapshotTest, RefusesAbsolutePaths) {
+  expect_refused({file("/tmp/escaped", "x")}, "/tmp/escaped", "absolute path");
+}
 
 TEST_F(SnapshotTest, RefusesDotDot) {
   expect_refused({file("ok.txt", "fine"), file("kernels/../../escaped", "x")}, "kernels/../../escaped", "'..'");
@@ -134,7 +144,8 @@ TEST_F(SnapshotTest, RefusesSymlinksLeadingOutside) {
 }
 
 TEST_F(SnapshotTest, RefusesWritingThroughASymlink) {
-  auto unpacked = unpack_archive(hostile_archive({symlink("dir", "."), file("dir/file", "x")}), (m_root / "out").string());
+  auto unpacked =
+      unpack_archive(hostile_archive({symlink("dir", "."), file("dir/file", "x")}), (m_root / "out").string());
   ASSERT_FALSE(unpacked);
   EXPECT_NE(unpacked.error().find("entry 'dir/file'"), std::string::npos) << unpacked.error();
 }

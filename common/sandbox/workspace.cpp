@@ -12,9 +12,9 @@
 #include <filesystem>
 
 #include "ir/model_py.h"
-#include "util/remove_tree.h"
 #include "util/atomic_file.h"
 #include "util/json_field.h"
+#include "util/remove_tree.h"
 
 namespace ca {
 
@@ -32,7 +32,8 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 // tasks fills in (shape inference needs LibTorch, which this library lacks).
 std::string output_rows(const Json& task_record, const Program& program) {
   const Json* shapes = nullptr;
-  if (task_record.contains("meta") && task_record["meta"].is_object() && task_record["meta"].contains("output_shapes")) {
+  if (task_record.contains("meta") && task_record["meta"].is_object() &&
+      task_record["meta"].contains("output_shapes")) {
     shapes = &task_record["meta"]["output_shapes"];
   }
   std::string rows;
@@ -144,7 +145,8 @@ std::expected<void, std::string> fill(const fs::path& root, const Json& task_rec
 std::string sanitize_id(std::string_view id) {
   std::string name;
   for (char c : id) {
-    bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
+    bool keep =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_';
     name += keep ? c : '_';
   }
   if (name.empty() || name == "." || name == "..") name = "_" + name;
@@ -153,10 +155,12 @@ std::string sanitize_id(std::string_view id) {
 
 std::string render_skill_md(const Json& task_record, const Program& program, std::string_view backend) {
   bool cuda = backend == "cuda";
-  std::string id = task_record.contains("id") && task_record["id"].is_string() ? task_record["id"].get<std::string>() : "task";
+  std::string id =
+      task_record.contains("id") && task_record["id"].is_string() ? task_record["id"].get<std::string>() : "task";
   std::string s;
   s += "# Task " + id + "\n\n";
-  s += "Write " + std::string(cuda ? "CUDA" : "C++") + " code in `kernels/` that computes exactly what `model.py` computes, "
+  s += "Write " + std::string(cuda ? "CUDA" : "C++") +
+       " code in `kernels/` that computes exactly what `model.py` computes, "
        "and make it as fast as you can.\n\n";
   s += "## The reference\n\n"
        "`model.py` is the reference: `Model.forward` is the function to implement; `get_inputs()` shows the inputs' "
@@ -212,8 +216,10 @@ std::string render_skill_md(const Json& task_record, const Program& program, std
   return s;
 }
 
-std::expected<void, std::string> create_workspace(const Json& task_record, const std::string& dir, std::string_view backend) {
-  if (std::find(std::begin(k_workspace_backends), std::end(k_workspace_backends), backend) == std::end(k_workspace_backends)) {
+std::expected<void, std::string> create_workspace(const Json& task_record, const std::string& dir,
+                                                  std::string_view backend) {
+  if (std::find(std::begin(k_workspace_backends), std::end(k_workspace_backends), backend) ==
+      std::end(k_workspace_backends)) {
     return std::unexpected("backend: must be one of 'cuda', 'cpu', got '" + std::string(backend) + "'");
   }
   auto id = string_field(task_record, "id", "");
@@ -235,8 +241,9 @@ std::expected<void, std::string> create_workspace(const Json& task_record, const
   auto filled = fill(temp, task_record, *program, *id, backend);
   // rename(2) replaces an empty directory but never a non-empty one.
   if (filled && std::rename(temp.c_str(), target.c_str()) != 0) {
-    filled = std::unexpected(target.string() + ": " + (errno == ENOTEMPTY || errno == EEXIST ? "already exists and is not empty"
-                                                                                             : std::strerror(errno)));
+    filled = std::unexpected(
+        target.string() + ": " +
+        (errno == ENOTEMPTY || errno == EEXIST ? "already exists and is not empty" : std::strerror(errno)));
   }
   if (!filled) remove_tree(temp.string());
   return filled;

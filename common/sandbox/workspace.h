@@ -1,4 +1,4 @@
-// An agent's workspace for one task (DESIGN §9): SKILL.md, the reference
+// An agent's workspace for one task (docs/TRAJECTORY.md): SKILL.md, the reference
 // model.py, task.json, include/ca_kernel.h and an empty kernels/, the only
 // place the agent may write.
 #pragma once
@@ -21,7 +21,8 @@ inline constexpr std::string_view k_workspace_backends[] = {"cuda", "cpu"};
 /// renamed. Files are 0644 and directories 0755, whatever the umask, so that
 /// the sandbox's unprivileged user can read them. Returns an error naming the
 /// field ("program.nodes[1].op: ...", "backend: ...") or the path.
-std::expected<void, std::string> create_workspace(const Json& task_record, const std::string& dir, std::string_view backend);
+std::expected<void, std::string> create_workspace(const Json& task_record, const std::string& dir,
+                                                  std::string_view backend);
 
 /// The SKILL.md of a workspace: the task, the ABI with a worked example for
 /// `backend`, this task's inputs and outputs in ABI order, the tolerances, what

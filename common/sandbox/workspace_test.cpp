@@ -73,9 +73,9 @@ TEST_F(WorkspaceTest, SkillIsWrittenForTheBackend) {
   std::string cuda = render_skill_md(m_task, *program, "cuda");
   std::string cpu = render_skill_md(m_task, *program, "cpu");
   for (const std::string& skill : {cuda, cpu}) {
-    for (std::string_view needed : {"model.py", "ca_forward", "ca_kernel.h", "ca-verify", "ca-profile", "[PASS]", "[FAIL]",
-                                    "atol = rtol = 1e-2", "dlopen", "sockets", "threads", "Caching", "Modifying the inputs",
-                                    "ctx->stream", "ATen"}) {
+    for (std::string_view needed :
+         {"model.py", "ca_forward", "ca_kernel.h", "ca-verify", "ca-profile", "[PASS]", "[FAIL]", "atol = rtol = 1e-2",
+          "dlopen", "sockets", "threads", "Caching", "Modifying the inputs", "ctx->stream", "ATen"}) {
       EXPECT_NE(skill.find(needed), std::string::npos) << needed;
     }
   }

@@ -20,15 +20,15 @@ constexpr int k_task_attempts = 50;  // fresh starts for one task
 // Relative weight of each op category when a node's op is drawn (then
 // within the category, see pick_op); categories not listed weigh 0.5.
 const std::vector<std::pair<std::string, double>> k_category_weights = {
-    {"activation", 3},    {"elementwise", 3}, {"matmul", 2},    {"convolution", 1.5}, {"normalization", 1.5},
-    {"reduction", 1.5},   {"pooling", 1},     {"softmax", 1},   {"shape", 1},         {"scan", 0.5},
-    {"resampling", 0.5},  {"other", 0.5},     {"loss", 0.3},    {"indexing", 0.3},    {"sorting", 0.3},
-    {"attention", 0.3},   {"linalg", 0.2},    {"fft", 0.2}};
+    {"activation", 3},   {"elementwise", 3}, {"matmul", 2},  {"convolution", 1.5}, {"normalization", 1.5},
+    {"reduction", 1.5},  {"pooling", 1},     {"softmax", 1}, {"shape", 1},         {"scan", 0.5},
+    {"resampling", 0.5}, {"other", 0.5},     {"loss", 0.3},  {"indexing", 0.3},    {"sorting", 0.3},
+    {"attention", 0.3},  {"linalg", 0.2},    {"fft", 0.2}};
 
 // Shapes of every value of a program (inputs, params, node outputs) from
 // shape inference: the error of create() or infer_shapes() otherwise.
-std::expected<std::map<std::string, ValueInfo>, std::pair<std::string, std::string>> probe(const Program& program,
-                                                                                           std::vector<at::ScalarType>* dtypes) {
+std::expected<std::map<std::string, ValueInfo>, std::pair<std::string, std::string>> probe(
+    const Program& program, std::vector<at::ScalarType>* dtypes) {
   Program all = program;
   all.outputs.clear();
   for (const auto& node : program.nodes) all.outputs.push_back(node.outputs[0]);
@@ -38,7 +38,8 @@ std::expected<std::map<std::string, ValueInfo>, std::pair<std::string, std::stri
   if (!shapes) return std::unexpected(std::pair{std::string("shape check"), shapes.error()});
   std::map<std::string, ValueInfo> values;
   for (const auto* list : {&program.inputs, &program.params}) {
-    for (const auto& spec : *list) values[spec.name] = {spec.shape, int64_t(at::elementSize(to_scalar_type(spec.dtype)))};
+    for (const auto& spec : *list)
+      values[spec.name] = {spec.shape, int64_t(at::elementSize(to_scalar_type(spec.dtype)))};
   }
   for (size_t i = 0; i < shapes->size(); ++i) {
     const auto& shape = (*shapes)[i];
@@ -177,7 +178,8 @@ std::expected<Composer::Draft, std::string> Composer::compose(int op_count) {
     if (!place_node(draft, position)) return std::unexpected("no op fits position " + std::to_string(position));
   }
   if (!draft.values.back().floating) return std::unexpected("result not floating");
-  bool computes = std::any_of(draft.categories.begin(), draft.categories.end(), [](const auto& c) { return c != "shape"; });
+  bool computes =
+      std::any_of(draft.categories.begin(), draft.categories.end(), [](const auto& c) { return c != "shape"; });
   if (!computes) return std::unexpected("only shape ops");
   return draft;
 }
@@ -197,7 +199,9 @@ std::expected<Json, std::string> Composer::finish(const Draft& draft, int op_cou
   double fixed = cost[0].ms - per_batch * double(k_batch_probe[0]);
   int64_t max_batch = std::max<int64_t>(1, m_options.max_elements * k_batch_probe[1] / std::max<int64_t>(1, widest));
   int64_t batch = std::clamp<int64_t>(std::llround((m_options.target_ms - fixed) / per_batch), 1, max_batch);
-  auto at_batch = [&](double a, double b) { return a + (b - a) * double(batch - k_batch_probe[0]) / double(k_batch_probe[1] - k_batch_probe[0]); };
+  auto at_batch = [&](double a, double b) {
+    return a + (b - a) * double(batch - k_batch_probe[0]) / double(k_batch_probe[1] - k_batch_probe[0]);
+  };
 
   Program program = with_batch(draft.program, k_batch_probe[0], batch);
   if (m_near.contains(near_key(program))) return std::unexpected("near-duplicate");
@@ -252,10 +256,12 @@ std::string Composer::summary(double seconds) const {
   std::string text;
   std::snprintf(line, sizeof line, "%zu tasks in %.1f s (%.1f tasks/s); %zu of %zu candidate nodes accepted (%.1f%%)",
                 m_stats.tasks, seconds, seconds > 0 ? double(m_stats.tasks) / seconds : 0.0, m_stats.accepted,
-                m_stats.candidates, m_stats.candidates ? 100.0 * double(m_stats.accepted) / double(m_stats.candidates) : 0.0);
+                m_stats.candidates,
+                m_stats.candidates ? 100.0 * double(m_stats.accepted) / double(m_stats.candidates) : 0.0);
   text += line;
   text += "; op counts";
-  for (size_t i = 0; i < m_stats.op_counts.size(); ++i) text += " " + std::to_string(i + 1) + ":" + std::to_string(m_stats.op_counts[i]);
+  for (size_t i = 0; i < m_stats.op_counts.size(); ++i)
+    text += " " + std::to_string(i + 1) + ":" + std::to_string(m_stats.op_counts[i]);
   text += "; rejected:";
   for (const auto& [reason, count] : m_stats.rejections) text += " " + reason + " " + std::to_string(count) + ",";
   if (text.back() == ',') text.pop_back();

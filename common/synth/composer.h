@@ -22,7 +22,7 @@ namespace ca {
 struct SynthOptions {
   OpCountMix mix = k_paper_mix;
   double target_ms = 2;
-  DeviceModel device;                  // the device the estimate is for
+  DeviceModel device;                       // the device the estimate is for
   int64_t max_elements = int64_t(1) << 28;  // no tensor of a task grows past this
   uint64_t seed = 0;
 };

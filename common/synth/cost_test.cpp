@@ -5,7 +5,9 @@
 namespace ca {
 namespace {
 
-Program program_of(const Json& json) { return *parse_program(json); }
+Program program_of(const Json& json) {
+  return *parse_program(json);
+}
 
 TEST(CostTest, MatmulCountsTwoFlopsPerMultiplyAdd) {
   Program program = program_of(Json::parse(R"({"inputs":[{"name":"x","dtype":"float32","shape":[64,128]}],

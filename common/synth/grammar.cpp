@@ -19,15 +19,30 @@ std::vector<OpTemplate> op_templates(const std::vector<Json>& records, size_t& s
       ++skipped;
       continue;
     }
-    templates.push_back({name, overload, record.value("category", "other"), std::make_shared<const c10::OperatorHandle>(*handle)});
+    templates.push_back(
+        {name, overload, record.value("category", "other"), std::make_shared<const c10::OperatorHandle>(*handle)});
   }
   return templates;
 }
 
 namespace {
 
-enum class Kind { tensor, optional_tensor, tensor_list, other_tensor_list, integer, int_list, real, real_list, boolean,
-                  bool_list, scalar, string, scalar_type, implicit };
+enum class Kind {
+  tensor,
+  optional_tensor,
+  tensor_list,
+  other_tensor_list,
+  integer,
+  int_list,
+  real,
+  real_list,
+  boolean,
+  bool_list,
+  scalar,
+  string,
+  scalar_type,
+  implicit
+};
 
 // The argument's kind; `optional` says whether None is allowed.
 Kind kind_of(const c10::Argument& argument, bool& optional) {
@@ -35,7 +50,8 @@ Kind kind_of(const c10::Argument& argument, bool& optional) {
   optional = type->kind() == c10::TypeKind::OptionalType;
   if (optional) type = type->castRaw<c10::OptionalType>()->getElementType();
   switch (type->kind()) {
-    case c10::TypeKind::TensorType: return optional ? Kind::optional_tensor : Kind::tensor;
+    case c10::TypeKind::TensorType:
+      return optional ? Kind::optional_tensor : Kind::tensor;
     case c10::TypeKind::ListType: {
       auto element = type->castRaw<c10::ListType>()->getElementType()->kind();
       if (element == c10::TypeKind::TensorType) return Kind::tensor_list;
@@ -45,17 +61,26 @@ Kind kind_of(const c10::Argument& argument, bool& optional) {
       return Kind::other_tensor_list;
     }
     case c10::TypeKind::IntType:
-    case c10::TypeKind::SymIntType: return Kind::integer;
-    case c10::TypeKind::FloatType: return Kind::real;
-    case c10::TypeKind::BoolType: return Kind::boolean;
-    case c10::TypeKind::NumberType: return Kind::scalar;
-    case c10::TypeKind::StringType: return Kind::string;
-    case c10::TypeKind::ScalarTypeType: return Kind::scalar_type;
-    default: return Kind::implicit;  // MemoryFormat, Layout, Device, Generator: defaults or None
+    case c10::TypeKind::SymIntType:
+      return Kind::integer;
+    case c10::TypeKind::FloatType:
+      return Kind::real;
+    case c10::TypeKind::BoolType:
+      return Kind::boolean;
+    case c10::TypeKind::NumberType:
+      return Kind::scalar;
+    case c10::TypeKind::StringType:
+      return Kind::string;
+    case c10::TypeKind::ScalarTypeType:
+      return Kind::scalar_type;
+    default:
+      return Kind::implicit;  // MemoryFormat, Layout, Device, Generator: defaults or None
   }
 }
 
-bool has(std::string_view name, std::string_view part) { return name.find(part) != std::string_view::npos; }
+bool has(std::string_view name, std::string_view part) {
+  return name.find(part) != std::string_view::npos;
+}
 
 // Per-node state while its arguments are filled.
 struct NodeFill {
@@ -63,8 +88,8 @@ struct NodeFill {
   FillContext& context;
   std::vector<int64_t> shape;  // the primary's
   int rank = 0;
-  int dim = -1;                     // the last dim chosen, for "length" and friends
-  std::vector<int64_t> weight;      // the last weight made, for its bias
+  int dim = -1;                 // the last dim chosen, for "length" and friends
+  std::vector<int64_t> weight;  // the last weight made, for its bias
   bool primary_used = false;
 
   int64_t rank_or_one() const { return std::max(rank, 1); }
@@ -130,8 +155,10 @@ struct NodeFill {
       return add_tensor(shape, false, DType::int64, {Dist::randint, 0, double(std::max<int64_t>(1, smallest))});
     }
     if (name == "mask" || name == "condition") return add_tensor(shape, false, DType::boolean, {Dist::randint, 0, 2});
-    if (has(name, "bias")) return add_tensor(weight.empty() ? std::vector<int64_t>{size_at(std::min(1, rank - 1))} : std::vector<int64_t>{weight[0]},
-                                             true, DType::float32, {Dist::uniform, -0.1, 0.1});
+    if (has(name, "bias"))
+      return add_tensor(
+          weight.empty() ? std::vector<int64_t>{size_at(std::min(1, rank - 1))} : std::vector<int64_t>{weight[0]}, true,
+          DType::float32, {Dist::uniform, -0.1, 0.1});
     if (has(name, "weight")) {
       weight = weight_shape();
       return add_tensor(weight, true, DType::float32, {Dist::kaiming_uniform, 0, 1});
@@ -147,7 +174,8 @@ struct NodeFill {
 
   std::optional<Json> int_rule(const std::string& name) {
     Rng& rng = context.rng;
-    if (name == "dim" || name == "dim0" || name == "dim1" || name == "source" || name == "destination") return pick_dim();
+    if (name == "dim" || name == "dim0" || name == "dim1" || name == "source" || name == "destination")
+      return pick_dim();
     if (name == "start_dim") return rank > 1 ? 1 : 0;
     if (name == "end_dim") return -1;
     if (name == "groups") return 1;
@@ -185,10 +213,12 @@ struct NodeFill {
     if (name == "dims" && base == "permute") {
       std::vector<int64_t> order(static_cast<size_t>(rank_or_one()));
       std::iota(order.begin(), order.end(), 0);
-      for (size_t i = order.size() - 1; i > 1; --i) std::swap(order[i], order[1 + rng.below(i)]);  // keep the batch dim first
+      for (size_t i = order.size() - 1; i > 1; --i)
+        std::swap(order[i], order[1 + rng.below(i)]);  // keep the batch dim first
       return order;
     }
-    if (name == "dim" || name == "dims" || name == "shifts") return std::vector<int64_t>{name == "shifts" ? 1 : pick_dim()};
+    if (name == "dim" || name == "dims" || name == "shifts")
+      return std::vector<int64_t>{name == "shifts" ? 1 : pick_dim()};
     if (name == "size" || name == "shape") {
       int64_t rest = 1;
       for (int i = 1; i < rank; ++i) rest *= shape[size_t(i)];
@@ -231,9 +261,12 @@ struct NodeFill {
   std::optional<Json> literal(const c10::Argument& argument, Kind kind) {
     const std::string& name = argument.name();
     switch (kind) {
-      case Kind::integer: return int_rule(name);
-      case Kind::int_list: return int_list_rule(name, argument.N());
-      case Kind::real: return real_rule(name);
+      case Kind::integer:
+        return int_rule(name);
+      case Kind::int_list:
+        return int_list_rule(name, argument.N());
+      case Kind::real:
+        return real_rule(name);
       case Kind::scalar: {
         if (name == "other") return context.rng.pick(std::vector<Json>{0.5, 2.0, 1});
         return real_rule(name);
@@ -249,8 +282,10 @@ struct NodeFill {
         if (name == "approximate") return "tanh";
         if (name == "reduce" || name == "reduction") return "sum";
         return std::nullopt;
-      case Kind::scalar_type: return "float32";
-      default: return std::nullopt;
+      case Kind::scalar_type:
+        return "float32";
+      default:
+        return std::nullopt;
     }
   }
 
@@ -273,8 +308,9 @@ struct NodeFill {
         auto partner = std::find_if(context.values.rbegin(), context.values.rend(), [&](const SynthValue& v) {
           return v.floating && v.shape == shape && v.name != context.primary.name;
         });
-        Json second = partner != context.values.rend() && rng.chance(0.5) ? Json("%" + partner->name)
-                                                                           : Json(add_tensor(shape, false, DType::float32, {}));
+        Json second = partner != context.values.rend() && rng.chance(0.5)
+                          ? Json("%" + partner->name)
+                          : Json(add_tensor(shape, false, DType::float32, {}));
         return std::optional<Json>(Json::array({first, second}));
       }
       case Kind::optional_tensor:
@@ -286,7 +322,8 @@ struct NodeFill {
       case Kind::implicit:
         if (has_default || optional) return std::optional<Json>();
         return std::nullopt;
-      default: break;
+      default:
+        break;
     }
     if (has_default && rng.chance(0.8)) return std::optional<Json>();
     auto value = literal(argument, kind);
@@ -299,7 +336,8 @@ struct NodeFill {
 
 }  // namespace
 
-std::optional<Node> fill_node(const OpTemplate& op, FillContext& context, const std::string& out_name, std::string& why) {
+std::optional<Node> fill_node(const OpTemplate& op, FillContext& context, const std::string& out_name,
+                              std::string& why) {
   NodeFill state{op, context, context.primary.shape, int(context.primary.shape.size()), -1, {}, false};
   const auto& arguments = op.handle->schema().arguments();
   Node node;
@@ -329,8 +367,11 @@ std::optional<Node> fill_node(const OpTemplate& op, FillContext& context, const 
 
 std::vector<int64_t> first_input_shape(Rng& rng, int64_t batch) {
   switch (rng.pick(std::vector<int>{2, 2, 3, 3, 4, 4, 5})) {
-    case 2: return {batch, rng.pick(std::vector<int64_t>{256, 512, 1024, 2048, 4096})};
-    case 3: return {batch, rng.pick(std::vector<int64_t>{32, 64, 128, 256}), rng.pick(std::vector<int64_t>{64, 128, 256, 512})};
+    case 2:
+      return {batch, rng.pick(std::vector<int64_t>{256, 512, 1024, 2048, 4096})};
+    case 3:
+      return {batch, rng.pick(std::vector<int64_t>{32, 64, 128, 256}),
+              rng.pick(std::vector<int64_t>{64, 128, 256, 512})};
     case 4: {
       int64_t side = rng.pick(std::vector<int64_t>{16, 32, 64});
       return {batch, rng.pick(std::vector<int64_t>{3, 8, 16, 32, 64}), side, side};

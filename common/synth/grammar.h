@@ -46,7 +46,9 @@ class Rng {
   double unit() { return double(m_engine() >> 11) * 0x1.0p-53; }
   bool chance(double p) { return unit() < p; }
   template <typename T>
-  const T& pick(const std::vector<T>& items) { return items[below(items.size())]; }
+  const T& pick(const std::vector<T>& items) {
+    return items[below(items.size())];
+  }
 
  private:
   std::mt19937_64 m_engine;
@@ -61,15 +63,16 @@ struct SynthValue {
 
 /// What filling a node may use and add to.
 struct FillContext {
-  Program& program;                      // new inputs and params are appended here
-  const std::vector<SynthValue>& values; // inputs, params and results so far
-  const SynthValue& primary;             // goes to the op's first tensor argument
+  Program& program;                       // new inputs and params are appended here
+  const std::vector<SynthValue>& values;  // inputs, params and results so far
+  const SynthValue& primary;              // goes to the op's first tensor argument
   Rng& rng;
 };
 
 /// Fills every argument of `op` and returns the node (outputs named
 /// `out_name`), or nullopt with `why` set when an argument has no rule.
-std::optional<Node> fill_node(const OpTemplate& op, FillContext& context, const std::string& out_name, std::string& why);
+std::optional<Node> fill_node(const OpTemplate& op, FillContext& context, const std::string& out_name,
+                              std::string& why);
 
 /// A first input of a random rank (2-5) with its batch dim first, sized
 /// `batch`, and the other dims drawn from per-rank vocabularies.

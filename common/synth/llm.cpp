@@ -1,8 +1,8 @@
 #include "synth/llm.h"
 
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
-#include <unistd.h>
 
 #include "torch/kernelbench.h"
 #include "torch/task_check.h"
@@ -24,8 +24,9 @@ std::string llm_prompt(const std::vector<Json>& picked, double target_ms, const 
     }
   }
   char size[160];
-  std::snprintf(size, sizeof size, "\nChoose input sizes so that the forward pass takes about %g ms in float32 on %s.\n",
-                target_ms, device == "h200" ? "an NVIDIA H200" : device.c_str());
+  std::snprintf(size, sizeof size,
+                "\nChoose input sizes so that the forward pass takes about %g ms in float32 on %s.\n", target_ms,
+                device == "h200" ? "an NVIDIA H200" : device.c_str());
   text += size;
   text +=
       "Requirements: `import torch` and `import torch.nn as nn`; `class Model(nn.Module)` with `__init__` taking the "
@@ -38,7 +39,8 @@ std::string llm_prompt(const std::vector<Json>& picked, double target_ms, const 
 
 Json chat_request(const LlmOptions& options, const std::string& prompt, uint64_t seed) {
   return {{"model", options.model},
-          {"messages", Json::array({{{"role", "system"}, {"content", "You write PyTorch reference programs for a CUDA kernel benchmark."}},
+          {"messages", Json::array({{{"role", "system"},
+                                     {"content", "You write PyTorch reference programs for a CUDA kernel benchmark."}},
                                     {{"role", "user"}, {"content", prompt}}})},
           {"temperature", options.temperature},
           {"seed", seed}};
@@ -90,7 +92,8 @@ std::expected<Json, std::string> import_model_py(const std::string& code, const 
     std::string err = ran->err;
     while (!err.empty() && err.back() == '\n') err.pop_back();
     auto last = err.rfind('\n');
-    return std::unexpected("bridge " + ran->describe() + ": " + (last == std::string::npos ? err : err.substr(last + 1)));
+    return std::unexpected("bridge " + ran->describe() + ": " +
+                           (last == std::string::npos ? err : err.substr(last + 1)));
   }
   Json imported = Json::parse(ran->out, nullptr, false);
   if (!imported.is_object()) return std::unexpected("the bridge printed no JSON record");

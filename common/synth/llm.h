@@ -22,7 +22,7 @@ using HttpPost = std::function<std::expected<std::string, std::string>(const std
                                                                        const std::vector<std::string>& headers)>;
 
 struct LlmOptions {
-  std::string url;      // the API base, e.g. http://localhost:8000/v1; /chat/completions is appended
+  std::string url;  // the API base, e.g. http://localhost:8000/v1; /chat/completions is appended
   std::string model;
   std::string api_key;  // "" sends no Authorization header
   double temperature = 0.7;

@@ -25,8 +25,11 @@ TEST(CodeFromReplyTest, SaysWhatIsMissing) {
 }
 
 TEST(LlmPromptTest, NamesEveryRecordAndTheTarget) {
-  std::vector<Json> picked = {{{"kind", "op"}, {"name", "aten::gelu"}, {"schema", "aten::gelu(Tensor self, *, str approximate=\"none\") -> Tensor"}},
-                              {{"kind", "module"}, {"name", "LayerNorm"}, {"init_signature", "(normalized_shape, eps=1e-05)"}}};
+  std::vector<Json> picked = {
+      {{"kind", "op"},
+       {"name", "aten::gelu"},
+       {"schema", "aten::gelu(Tensor self, *, str approximate=\"none\") -> Tensor"}},
+      {{"kind", "module"}, {"name", "LayerNorm"}, {"init_signature", "(normalized_shape, eps=1e-05)"}}};
   std::string prompt = llm_prompt(picked, 5, "h200");
   EXPECT_NE(prompt.find("aten::gelu(Tensor self"), std::string::npos);
   EXPECT_NE(prompt.find("module LayerNorm(normalized_shape, eps=1e-05)"), std::string::npos);
@@ -34,20 +37,25 @@ TEST(LlmPromptTest, NamesEveryRecordAndTheTarget) {
 }
 
 TEST(LlmComposerTest, CountsFailuresByReason) {
-  std::vector<Json> records = {{{"kind", "op"}, {"name", "aten::relu"}, {"usable", true}, {"schema", "aten::relu(Tensor self) -> Tensor"}}};
+  std::vector<Json> records = {
+      {{"kind", "op"}, {"name", "aten::relu"}, {"usable", true}, {"schema", "aten::relu(Tensor self) -> Tensor"}}};
   LlmOptions options;
   options.url = "http://127.0.0.1:9/v1";
   options.model = "m";
   options.params_dir = ::testing::TempDir() + "ca_synth_llm_params";
   std::vector<std::string> urls;
   int call = 0;
-  HttpPost post = [&](const std::string& url, const std::string& body, const std::vector<std::string>&) -> std::expected<std::string, std::string> {
+  HttpPost post = [&](const std::string& url, const std::string& body,
+                      const std::vector<std::string>&) -> std::expected<std::string, std::string> {
     urls.push_back(url);
     EXPECT_EQ(Json::parse(body)["model"], "m");
     switch (call++) {
-      case 0: return std::unexpected("Couldn't connect to server");
-      case 1: return reply_with("nothing");
-      default: return reply_with("```python\nclass Model: pass\n```");
+      case 0:
+        return std::unexpected("Couldn't connect to server");
+      case 1:
+        return reply_with("nothing");
+      default:
+        return reply_with("```python\nclass Model: pass\n```");
     }
   };
   LlmComposer composer(records, options, post);

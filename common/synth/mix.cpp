@@ -18,13 +18,15 @@ std::expected<OpCountMix, std::string> parse_mix(std::string_view text) {
     if (ec != std::errc() || end != item.data() + item.size() || item.empty()) {
       return std::unexpected("--mix: '" + std::string(item) + "' is not a number");
     }
-    if (value < 0 || !std::isfinite(value)) return std::unexpected("--mix: weights must be finite and >= 0, got " + std::string(item));
+    if (value < 0 || !std::isfinite(value))
+      return std::unexpected("--mix: weights must be finite and >= 0, got " + std::string(item));
     if (count < mix.size()) mix[count] = value;
     ++count;
     total += value;
     start = comma + 1;
   }
-  if (count != mix.size()) return std::unexpected("--mix: expected 5 numbers (tasks of 1..5 ops), got " + std::to_string(count));
+  if (count != mix.size())
+    return std::unexpected("--mix: expected 5 numbers (tasks of 1..5 ops), got " + std::to_string(count));
   if (total <= 0) return std::unexpected("--mix: the weights are all zero");
   return mix;
 }

@@ -20,7 +20,8 @@ std::string lines(const std::vector<std::string>& records) {
   return text;
 }
 
-const std::string k_relu = R"({"kind":"op","name":"aten::relu","overload":"","schema":"aten::relu(Tensor self) -> Tensor","category":"activation","usable":true})";
+const std::string k_relu =
+    R"({"kind":"op","name":"aten::relu","overload":"","schema":"aten::relu(Tensor self) -> Tensor","category":"activation","usable":true})";
 
 TEST(ReadInputRecordsTest, ReadsOpRecords) {
   auto records = read_input_records(write_temp("ca_synth_ops.jsonl", lines({k_relu, "", k_relu})), "op");
@@ -29,13 +30,16 @@ TEST(ReadInputRecordsTest, ReadsOpRecords) {
 }
 
 TEST(ReadInputRecordsTest, NamesFileLineAndField) {
-  std::string path = write_temp("ca_synth_bad.jsonl", lines({k_relu, R"({"kind":"op","name":"aten::gelu","overload":"","category":"activation","usable":"yes"})"}));
+  std::string path = write_temp(
+      "ca_synth_bad.jsonl",
+      lines({k_relu, R"({"kind":"op","name":"aten::gelu","overload":"","category":"activation","usable":"yes"})"}));
   auto records = read_input_records(path, "op");
   ASSERT_FALSE(records);
   EXPECT_EQ(records.error().code, ExitCode::data_error);
   EXPECT_EQ(records.error().message, path + ":2: usable: expected a boolean, got string");
   auto modules = read_input_records(write_temp("ca_synth_kind.jsonl", lines({k_relu})), "module");
-  EXPECT_EQ(modules.error().message, ::testing::TempDir() + "ca_synth_kind.jsonl:1: kind: expected \"module\", got \"op\"");
+  EXPECT_EQ(modules.error().message,
+            ::testing::TempDir() + "ca_synth_kind.jsonl:1: kind: expected \"module\", got \"op\"");
 }
 
 TEST(ReadInputRecordsTest, MissingFileIsNoInput) {

@@ -78,10 +78,16 @@ namespace {
 
 class CudaClock final : public CallClock {
  public:
-  CudaClock(int device, cudaStream_t stream, void* flush, size_t flush_bytes, cudaEvent_t start, cudaEvent_t stop, int sms,
-            int threads_per_sm)
-      : m_device(device), m_stream(stream), m_flush(flush), m_flush_bytes(flush_bytes), m_start(start), m_stop(stop),
-        m_sms(sms), m_threads_per_sm(threads_per_sm) {}
+  CudaClock(int device, cudaStream_t stream, void* flush, size_t flush_bytes, cudaEvent_t start, cudaEvent_t stop,
+            int sms, int threads_per_sm)
+      : m_device(device),
+        m_stream(stream),
+        m_flush(flush),
+        m_flush_bytes(flush_bytes),
+        m_start(start),
+        m_stop(stop),
+        m_sms(sms),
+        m_threads_per_sm(threads_per_sm) {}
   CudaClock(const CudaClock&) = delete;
   CudaClock& operator=(const CudaClock&) = delete;
   ~CudaClock() override {
@@ -92,7 +98,7 @@ class CudaClock final : public CallClock {
 
   void prepare() override {
     cudaSetDevice(m_device);
-    // EXPLOITS C8: persisting lines would survive the flush below.
+    // docs/EXPLOITS.md, C8: persisting lines would survive the flush below.
     cudaCtxResetPersistingL2Cache();
     cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0);
     cudaMemsetAsync(m_flush, int(++m_round), m_flush_bytes, m_stream);
@@ -109,7 +115,7 @@ class CudaClock final : public CallClock {
 
   ClockSample stop() override {
     cudaEventRecord(m_stop, m_stream);
-    // Device-wide: work the call queued on other streams ends inside the host clock's region (EXPLOITS C1).
+    // Device-wide: work the call queued on other streams ends inside the host clock's region (docs/EXPLOITS.md, C1).
     cudaDeviceSynchronize();
     double host = std::max(0.0, micros(Steady::now() - m_host_start) - k_hold_us);
     float ms = 0;
@@ -153,7 +159,8 @@ std::expected<std::unique_ptr<CallClock>, std::string> make_cuda_clock(int devic
   if (error == cudaSuccess) error = cudaEventCreate(&stop);
   if (error != cudaSuccess) {
     if (flush != nullptr) cudaFree(flush);
-    return std::unexpected("CUDA device " + std::to_string(device_index) + ": cannot set up the timer: " + describe(error));
+    return std::unexpected("CUDA device " + std::to_string(device_index) +
+                           ": cannot set up the timer: " + describe(error));
   }
   return std::make_unique<CudaClock>(device_index, static_cast<cudaStream_t>(stream), flush, flush_bytes, start, stop,
                                      sms, threads_per_sm);

@@ -1,9 +1,9 @@
-// The one timing method (DESIGN §7) for the candidate in the runner and for both baselines in the trusted process:
+// The one timing method (docs/TIMING.md) for the candidate in the runner and for both baselines in the trusted process:
 // before each timed call the cache is flushed and the device is idle; the call is timed by two clocks, the device's
 // (CUDA events on the call's stream) and the host's (steady_clock up to a device-wide sync), and the slower wins
-// wherever they disagree (EXPLOITS C1, C7, C8, C9). On cuda the device is held busy for k_hold_us before the start
-// event (timing/hold_cuda.h), so the device clock does not count the host's launch of the call: from an idle device
-// it did, and that launch moved the gemm's median by 2-10% from one process to the next (bench/RESULTS.md,
+// wherever they disagree (docs/EXPLOITS.md, C1, C7, C8, C9). On cuda the device is held busy for k_hold_us before the
+// start event (timing/hold_cuda.h), so the device clock does not count the host's launch of the call: from an idle
+// device it did, and that launch moved the gemm's median by 2-10% from one process to the next (bench/RESULTS.md,
 // session 9). No LibTorch here: the runner uses it too.
 #pragma once
 
@@ -42,12 +42,13 @@ class CallClock {
 
 /// Host clock and a flush of twice cpu0's last-level cache (sysfs, else 32 MiB assumed).
 std::unique_ptr<CallClock> make_cpu_clock();
-/// CUDA events on `stream` (a cudaStream_t; NULL is the legacy default stream, where LibTorch queues its work) of device
-/// `device_index`, and a flush of twice its L2. Fails when this build has no CUDA or the device cannot be used.
+/// CUDA events on `stream` (a cudaStream_t; NULL is the legacy default stream, where LibTorch queues its work) of
+/// device `device_index`, and a flush of twice its L2. Fails when this build has no CUDA or the device cannot be used.
 std::expected<std::unique_ptr<CallClock>, std::string> make_cuda_clock(int device_index, void* stream);
 
 /// The time a timed call counts for: the device clock, unless the host clock is slower by more than a launch's
-/// allowance (20 us + 20%): then work escaped the events (a side stream, EXPLOITS C1) and the host clock stands.
+/// allowance (20 us + 20%): then work escaped the events (a side stream, docs/EXPLOITS.md, C1) and the host clock
+/// stands.
 double counted_us(const ClockSample& sample);
 
 }  // namespace ca

@@ -1,4 +1,4 @@
-// A device's lease (DESIGN §7): flock on a lock file per device, released when the lease goes out of scope or the
+// A device's lease (docs/TIMING.md): flock on a lock file per device, released when the lease goes out of scope or the
 // process dies. A timing job (ca-profile's rounds) holds it exclusive: nothing else runs on the device while it
 // times. Any other use of the device (ca-verify's trials and references) holds it shared: such jobs run together,
 // but never while a timing job holds it. A waiting timing job goes first: every acquire passes a turnstile (a second

@@ -16,7 +16,8 @@ std::expected<double, std::string> peak_bandwidth(Backend backend, int device_in
   if (error == cudaSuccess) error = cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device_index);
   if (error != cudaSuccess || clock_khz <= 0 || bus_bits <= 0) {
     cudaGetLastError();
-    return std::unexpected("CUDA device " + std::to_string(device_index) + ": its memory clock and bus width are unknown");
+    return std::unexpected("CUDA device " + std::to_string(device_index) +
+                           ": its memory clock and bus width are unknown");
   }
   return 2.0 * double(clock_khz) * 1e3 * double(bus_bits) / 8.0;
 #else
@@ -37,7 +38,8 @@ std::string device_description(Backend backend, int device_index) {
   }
   std::ifstream cpuinfo("/proc/cpuinfo");
   for (std::string line; std::getline(cpuinfo, line);) {
-    if (line.starts_with("model name") && line.find(':') != std::string::npos) return "cpu " + line.substr(line.find(':') + 2);
+    if (line.starts_with("model name") && line.find(':') != std::string::npos)
+      return "cpu " + line.substr(line.find(':') + 2);
   }
   return "cpu";
 }

@@ -1,5 +1,5 @@
-// The speed-of-light floor of a task (EXPLOITS C10): no correct candidate can run faster than the bytes it must
-// move over the device's peak memory bandwidth. A time below it was not measured honestly and is rejected, so one
+// The speed-of-light floor of a task (docs/EXPLOITS.md, C10): no correct candidate can run faster than the bytes it
+// must move over the device's peak memory bandwidth. A time below it was not measured honestly and is rejected, so one
 // near-zero time cannot ruin a geometric mean.
 #pragma once
 
@@ -19,6 +19,8 @@ std::expected<double, std::string> peak_bandwidth(Backend backend, int device_in
 std::string device_description(Backend backend, int device_index);
 
 /// Microseconds to move `bytes` at `bytes_per_s`.
-inline double floor_us(size_t bytes, double bytes_per_s) { return double(bytes) / bytes_per_s * 1e6; }
+inline double floor_us(size_t bytes, double bytes_per_s) {
+  return double(bytes) / bytes_per_s * 1e6;
+}
 
 }  // namespace ca

@@ -105,7 +105,7 @@ TEST_F(CudaClockTest, WorkOnAnotherStreamStillCountsThroughTheHostClock) {
   ASSERT_EQ(cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, 0), cudaSuccess);
   cudaStream_t side = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), cudaSuccess);
-  // 2 ms of the whole device on a stream the events do not see (EXPLOITS C1), and a tiny memset on the call's.
+  // 2 ms of the whole device on a stream the events do not see (docs/EXPLOITS.md, C1), and a tiny memset on the call's.
   ClockSample sample = median_of(5, [&] {
     hold_device(side, 2'000'000, sms, threads);
     cudaMemsetAsync(m_buffer, 0, sizeof(float), m_stream);
@@ -127,13 +127,14 @@ TEST(SpeedOfLightTest, FloorIsBytesOverBandwidth) {
 // A thread holding a lease of its own (its own descriptor, so it contends like another job) until told to let go.
 class Holder {
  public:
-  Holder(const std::string& dir, LeaseMode mode, std::atomic<int>& order) : m_thread([this, dir, mode, &order] {
-      auto lease = DeviceLease::acquire("cpu", dir, mode);
-      if (!lease) return;
-      waited = lease->waited();
-      acquired_as = ++order;
-      while (!m_release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }) {}
+  Holder(const std::string& dir, LeaseMode mode, std::atomic<int>& order)
+      : m_thread([this, dir, mode, &order] {
+          auto lease = DeviceLease::acquire("cpu", dir, mode);
+          if (!lease) return;
+          waited = lease->waited();
+          acquired_as = ++order;
+          while (!m_release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }) {}
   ~Holder() {
     let_go();
     join();
@@ -157,7 +158,9 @@ bool eventually(const std::function<bool()>& done) {
 }
 
 // Time for a thread to reach the point where it blocks. A lease that waits passes whatever the machine's speed.
-void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }
+void settle() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+}
 
 class LeaseTest : public ::testing::Test {
  protected:
@@ -191,9 +194,13 @@ TEST_F(LeaseTest, ASecondHolderWaitsUntilTheFirstLetsGo) {
   EXPECT_FALSE(DeviceLease::acquire("cpu", m_dir + "/missing")) << "a lock that cannot be made is an error";
 }
 
-TEST_F(LeaseTest, AnExclusiveHolderWaitsForASharedOne) { expect_second_waits(LeaseMode::shared, LeaseMode::exclusive); }
+TEST_F(LeaseTest, AnExclusiveHolderWaitsForASharedOne) {
+  expect_second_waits(LeaseMode::shared, LeaseMode::exclusive);
+}
 
-TEST_F(LeaseTest, ASharedHolderWaitsForAnExclusiveOne) { expect_second_waits(LeaseMode::exclusive, LeaseMode::shared); }
+TEST_F(LeaseTest, ASharedHolderWaitsForAnExclusiveOne) {
+  expect_second_waits(LeaseMode::exclusive, LeaseMode::shared);
+}
 
 TEST_F(LeaseTest, SharedHoldersCoexist) {
   Holder& first = hold(LeaseMode::shared);

@@ -113,8 +113,8 @@ Summary summarize_aten(const at::Tensor& out, const at::Tensor& ref, const Toler
   at::Tensor zeros = at::zeros_like(diff);
   at::Tensor scalars = at::stack({bad_nonfinite.any().to(at::kDouble), diff_finite.max(),
                                   at::where(significant, diff_finite / at::abs(ref), zeros).max(),
-                                  at::where(ref_finite, ref, zeros).norm(), at::where(ref_finite, diff_finite, zeros).norm(),
-                                  over.sum().to(at::kDouble)})
+                                  at::where(ref_finite, ref, zeros).norm(),
+                                  at::where(ref_finite, diff_finite, zeros).norm(), over.sum().to(at::kDouble)})
                            .cpu();
   const double* v = scalars.data_ptr<double>();
   Summary all;
@@ -155,8 +155,9 @@ Comparison compare_output(const at::Tensor& out_any, const at::Tensor& ref_any, 
   if (s.first_bad_nonfinite >= 0) {
     const int64_t at_index = s.first_bad_nonfinite;
     bool is_nan = std::isnan(out[at_index].item<double>());
-    result.message = std::string(is_nan ? "NaN" : "Inf") + " at " + format_index(out_any, at_index) + " where the reference is " +
-                     number(ref[at_index].item<double>()) + (is_nan ? " (an unwritten element stays NaN)" : "");
+    result.message = std::string(is_nan ? "NaN" : "Inf") + " at " + format_index(out_any, at_index) +
+                     " where the reference is " + number(ref[at_index].item<double>()) +
+                     (is_nan ? " (an unwritten element stays NaN)" : "");
     return result;
   }
   result.max_abs = s.max_abs;
@@ -164,10 +165,11 @@ Comparison compare_output(const at::Tensor& out_any, const at::Tensor& ref_any, 
   result.rel_l2 = s.ref_norm > 0 ? s.diff_norm / s.ref_norm : s.diff_norm;
   if (s.over > 0) {
     const int64_t at_index = s.first_over;
-    result.message = "mismatch at " + format_index(out_any, at_index) + ": got " + number(out[at_index].item<double>()) +
-                     ", expected " + number(ref[at_index].item<double>()) + " (" + std::to_string(s.over) + " of " +
-                     std::to_string(out.numel()) + " elements off; max_abs " + number(result.max_abs) + ", atol " +
-                     number(tolerance.atol) + ", rtol " + number(tolerance.rtol) + ")";
+    result.message = "mismatch at " + format_index(out_any, at_index) + ": got " +
+                     number(out[at_index].item<double>()) + ", expected " + number(ref[at_index].item<double>()) +
+                     " (" + std::to_string(s.over) + " of " + std::to_string(out.numel()) + " elements off; max_abs " +
+                     number(result.max_abs) + ", atol " + number(tolerance.atol) + ", rtol " + number(tolerance.rtol) +
+                     ")";
     return result;
   }
   if (s.ref_norm > 0 && result.rel_l2 > tolerance.rtol) {

@@ -1,7 +1,7 @@
-// Compares a candidate's outputs with the reference's (DESIGN §6): allclose
+// Compares a candidate's outputs with the reference's (docs/EXPLOITS.md): allclose
 // with atol/rtol, NaN/Inf where the reference is finite, unwritten (still
 // poisoned) elements, and a normalized error that catches outputs too small
-// for atol to judge (EXPLOITS B6).
+// for atol to judge (docs/EXPLOITS.md, B6).
 #pragma once
 
 #include <string>

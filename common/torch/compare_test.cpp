@@ -11,7 +11,9 @@
 namespace ca {
 namespace {
 
-at::Tensor values(std::vector<double> v) { return at::tensor(v, at::kFloat); }
+at::Tensor values(std::vector<double> v) {
+  return at::tensor(v, at::kFloat);
+}
 
 TEST(CompareTest, EqualWithinToleranceIsOk) {
   EXPECT_TRUE(compare_output(values({1.0, 2.0, 3.0}), values({1.0, 2.005, 3.0}), {}).ok);
@@ -77,7 +79,8 @@ TEST(CompareTest, FusedAndAtenPathsAgree) {
   at::Tensor ints = at::arange(n, at::kLong);
   at::Tensor off = ints.clone();
   off[77777] = 0;
-  EXPECT_EQ(compare_output(off, ints, {}, ComparePath::fused).message, compare_output(off, ints, {}, ComparePath::aten).message);
+  EXPECT_EQ(compare_output(off, ints, {}, ComparePath::fused).message,
+            compare_output(off, ints, {}, ComparePath::aten).message);
 }
 
 }  // namespace

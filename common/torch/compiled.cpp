@@ -24,9 +24,9 @@
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 #include <torch/version.h>
 
-#include "torch/tensors.h"
 #include "ir/dtype.h"
 #include "ir/fingerprint.h"
+#include "torch/tensors.h"
 #include "util/atomic_file.h"
 #include "util/sha256.h"
 #include "util/subprocess.h"

@@ -1,4 +1,4 @@
-// The compiled baseline (DESIGN §7): Inductor's output for a task program,
+// The compiled baseline (docs/TIMING.md): Inductor's output for a task program,
 // made by the Python bridge (bridge/compile_task.py) as an AOTInductor package
 // and loaded here through LibTorch, cached per program, device, torch version,
 // TF32 mode and (cpu) thread count. docs/ARCHITECTURE.md, "The compiled baseline", has the cache

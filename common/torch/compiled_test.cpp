@@ -17,9 +17,9 @@
 #include <gtest/gtest.h>
 #include <torch/version.h>
 
+#include "ir/fingerprint.h"
 #include "torch/interpreter.h"
 #include "torch/tensors.h"
-#include "ir/fingerprint.h"
 #include "util/atomic_file.h"
 #include "util/sha256.h"
 #include "util/subprocess.h"

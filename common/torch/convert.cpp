@@ -1,8 +1,8 @@
 #include "torch/convert.h"
 
 #include "ir/dtype.h"
-#include "util/json_field.h"
 #include "torch/tensors.h"
+#include "util/json_field.h"
 
 namespace ca {
 
@@ -29,11 +29,14 @@ ArgRecipe device() {
   return recipe;
 }
 
-std::string type_name(const c10::Argument& argument) { return argument.real_type()->str(); }
+std::string type_name(const c10::Argument& argument) {
+  return argument.real_type()->str();
+}
 
 Error mismatch(const std::string& path, const c10::Argument& argument, std::string_view wanted, const Json& given) {
-  return Error(path + ": argument '" + argument.name() + "' (" + type_name(argument) + "): expected " + std::string(wanted) +
-               ", got " + (given.is_string() ? "string '" + given.get<std::string>() + "'" : json_type(given)));
+  return Error(path + ": argument '" + argument.name() + "' (" + type_name(argument) + "): expected " +
+               std::string(wanted) + ", got " +
+               (given.is_string() ? "string '" + given.get<std::string>() + "'" : json_type(given)));
 }
 
 // Resolves "%x" or "%xs[1]" and checks the value's type against `wanted`.
@@ -54,7 +57,8 @@ std::expected<ValueRef, std::string> bind_ref(const Ref& ref, const c10::TypePtr
 }
 
 std::expected<ArgRecipe, std::string> bind_tensor_list(const c10::Argument& argument, const Json& given,
-                                                       const std::string& path, const ValueScope& scope, bool optional_elements) {
+                                                       const std::string& path, const ValueScope& scope,
+                                                       bool optional_elements) {
   if (!given.is_array()) return mismatch(path, argument, "a list of references", given);
   ArgRecipe recipe;
   recipe.kind = optional_elements ? ArgRecipe::Kind::optional_tensor_list : ArgRecipe::Kind::tensor_list;
@@ -74,7 +78,8 @@ std::expected<ArgRecipe, std::string> bind_tensor_list(const c10::Argument& argu
 
 template <typename T, typename Check>
 std::expected<ArgRecipe, std::string> bind_scalar_list(const c10::Argument& argument, const Json& given,
-                                                       const std::string& path, std::string_view wanted, Check is_item) {
+                                                       const std::string& path, std::string_view wanted,
+                                                       Check is_item) {
   c10::List<T> list;
   if (is_item(given) && argument.N()) {
     // Python lets `stride=2` stand for `stride=[2, 2]` where the schema gives a
@@ -90,9 +95,15 @@ std::expected<ArgRecipe, std::string> bind_scalar_list(const c10::Argument& argu
   return constant(c10::IValue(std::move(list)));
 }
 
-bool is_int(const Json& j) { return j.is_number_integer(); }
-bool is_number(const Json& j) { return j.is_number(); }
-bool is_bool(const Json& j) { return j.is_boolean(); }
+bool is_int(const Json& j) {
+  return j.is_number_integer();
+}
+bool is_number(const Json& j) {
+  return j.is_number();
+}
+bool is_bool(const Json& j) {
+  return j.is_boolean();
+}
 
 std::expected<c10::MemoryFormat, std::string> parse_memory_format(const std::string& name) {
   if (name == "contiguous_format") return c10::MemoryFormat::Contiguous;
@@ -104,7 +115,8 @@ std::expected<c10::MemoryFormat, std::string> parse_memory_format(const std::str
 
 // Converts a literal (not a reference) by the argument's type.
 std::expected<ArgRecipe, std::string> bind_literal(const c10::Argument& argument, const c10::TypePtr& type,
-                                                   const Json& given, const std::string& path, const ValueScope& scope) {
+                                                   const Json& given, const std::string& path,
+                                                   const ValueScope& scope) {
   switch (type->kind()) {
     case c10::TypeKind::OptionalType: {
       auto element = type->castRaw<c10::OptionalType>()->getElementType();
@@ -118,17 +130,22 @@ std::expected<ArgRecipe, std::string> bind_literal(const c10::Argument& argument
     case c10::TypeKind::ListType: {
       auto element = type->castRaw<c10::ListType>()->getElementType();
       switch (element->kind()) {
-        case c10::TypeKind::TensorType: return bind_tensor_list(argument, given, path, scope, false);
+        case c10::TypeKind::TensorType:
+          return bind_tensor_list(argument, given, path, scope, false);
         case c10::TypeKind::OptionalType:
           if (element->castRaw<c10::OptionalType>()->getElementType()->kind() == c10::TypeKind::TensorType) {
             return bind_tensor_list(argument, given, path, scope, true);
           }
           break;
         case c10::TypeKind::IntType:
-        case c10::TypeKind::SymIntType: return bind_scalar_list<int64_t>(argument, given, path, "a list of integers", is_int);
-        case c10::TypeKind::FloatType: return bind_scalar_list<double>(argument, given, path, "a list of numbers", is_number);
-        case c10::TypeKind::BoolType: return bind_scalar_list<bool>(argument, given, path, "a list of booleans", is_bool);
-        default: break;
+        case c10::TypeKind::SymIntType:
+          return bind_scalar_list<int64_t>(argument, given, path, "a list of integers", is_int);
+        case c10::TypeKind::FloatType:
+          return bind_scalar_list<double>(argument, given, path, "a list of numbers", is_number);
+        case c10::TypeKind::BoolType:
+          return bind_scalar_list<bool>(argument, given, path, "a list of booleans", is_bool);
+        default:
+          break;
       }
       break;
     }
@@ -157,7 +174,8 @@ std::expected<ArgRecipe, std::string> bind_literal(const c10::Argument& argument
     case c10::TypeKind::ScalarTypeType: {
       // Canonical names only, so model.py renders them as torch.<name>.
       auto dtype = given.is_string() ? parse_dtype(given.get<std::string>()) : std::nullopt;
-      if (!dtype || dtype_name(*dtype) != given.get<std::string>()) return mismatch(path, argument, "a dtype name such as \"float32\"", given);
+      if (!dtype || dtype_name(*dtype) != given.get<std::string>())
+        return mismatch(path, argument, "a dtype name such as \"float32\"", given);
       return constant(c10::IValue(to_scalar_type(*dtype)));
     }
     case c10::TypeKind::MemoryFormatType: {
@@ -172,7 +190,8 @@ std::expected<ArgRecipe, std::string> bind_literal(const c10::Argument& argument
       return mismatch(path, argument, "null (programs run on one device, chosen by the caller)", given);
     case c10::TypeKind::GeneratorType:
       return mismatch(path, argument, "null (task programs are deterministic)", given);
-    default: break;
+    default:
+      break;
   }
   return Error(path + ": argument '" + argument.name() + "' has type " + type_name(argument) +
                ", which task programs do not support");
@@ -204,8 +223,10 @@ bool is_supported_argument_type(const c10::TypePtr& type) {
     case c10::TypeKind::MemoryFormatType:
     case c10::TypeKind::LayoutType:
     case c10::TypeKind::DeviceObjType:
-    case c10::TypeKind::GeneratorType: return true;
-    default: return false;
+    case c10::TypeKind::GeneratorType:
+      return true;
+    default:
+      return false;
   }
 }
 

@@ -101,7 +101,9 @@ void CachingCpuAllocator::release(void* data) {
   stats.cached_bytes += block.size;
 }
 
-c10::DeleterFnPtr CachingCpuAllocator::raw_deleter() const { return &release; }
+c10::DeleterFnPtr CachingCpuAllocator::raw_deleter() const {
+  return &release;
+}
 
 void CachingCpuAllocator::copy_data(void* dest, const void* src, size_t count) const {
   default_copy_data(dest, src, count);
@@ -135,11 +137,15 @@ CachingCpuAllocator* install_caching_cpu_allocator() {
   return g_installed.load() == allocator ? allocator : nullptr;
 }
 
-CachingCpuAllocator* installed_caching_cpu_allocator() { return g_installed.load(); }
+CachingCpuAllocator* installed_caching_cpu_allocator() {
+  return g_installed.load();
+}
 
 }  // namespace ca
 
-extern "C" int ca_install_cpu_caching_allocator(void) { return ca::install_caching_cpu_allocator() ? 0 : 1; }
+extern "C" int ca_install_cpu_caching_allocator(void) {
+  return ca::install_caching_cpu_allocator() ? 0 : 1;
+}
 
 extern "C" size_t ca_cpu_caching_allocator_live_bytes(void) {
   ca::CachingCpuAllocator* allocator = ca::installed_caching_cpu_allocator();

@@ -38,15 +38,16 @@ std::expected<c10::OperatorHandle, std::string> find_operator(const Node& node, 
   }
   std::vector<std::string> overloads;
   for (const auto& overload : it->second) overloads.push_back(overload.empty() ? "default" : overload);
-  return Error(path + ": " + node.op + " has no overload '" + node.overload + "'" + did_you_mean(node.overload, overloads) +
-               " (overloads: " + quoted_list(overloads) + ")");
+  return Error(path + ": " + node.op + " has no overload '" + node.overload + "'" +
+               did_you_mean(node.overload, overloads) + " (overloads: " + quoted_list(overloads) + ")");
 }
 
 // Names of the arguments that the schema lets the op write to.
 std::string written_arguments(const c10::FunctionSchema& schema) {
   std::string names;
   for (const auto& argument : schema.arguments()) {
-    if (argument.alias_info() != nullptr && argument.alias_info()->isWrite()) names += (names.empty() ? "'" : ", '") + argument.name() + "'";
+    if (argument.alias_info() != nullptr && argument.alias_info()->isWrite())
+      names += (names.empty() ? "'" : ", '") + argument.name() + "'";
   }
   return names;
 }
@@ -65,7 +66,8 @@ std::expected<BoundNode, std::string> bind_node(const Node& node, const std::str
   while (positional < arguments.size() && !arguments[positional].kwarg_only()) ++positional;
   if (node.args.size() > positional) {
     return Error(field_path(path, "args") + ": " + node.qualified_name() + " takes " + std::to_string(positional) +
-                 " positional argument(s), got " + std::to_string(node.args.size()) + " (schema: " + c10::toString(schema) + ")");
+                 " positional argument(s), got " + std::to_string(node.args.size()) +
+                 " (schema: " + c10::toString(schema) + ")");
   }
   std::vector<std::string> argument_names;
   for (const auto& argument : arguments) argument_names.push_back(argument.name());
@@ -73,9 +75,11 @@ std::expected<BoundNode, std::string> bind_node(const Node& node, const std::str
     auto at = std::find(argument_names.begin(), argument_names.end(), it.key());
     std::string kw_path = field_path(field_path(path, "kwargs"), it.key());
     if (at == argument_names.end()) {
-      return Error(kw_path + ": " + node.qualified_name() + " has no argument '" + it.key() + "'" + did_you_mean(it.key(), argument_names));
+      return Error(kw_path + ": " + node.qualified_name() + " has no argument '" + it.key() + "'" +
+                   did_you_mean(it.key(), argument_names));
     }
-    if (size_t(at - argument_names.begin()) < node.args.size()) return Error(kw_path + ": argument given both by position and by name");
+    if (size_t(at - argument_names.begin()) < node.args.size())
+      return Error(kw_path + ": argument given both by position and by name");
   }
 
   BoundNode bound{*handle, {}, {}};
@@ -168,11 +172,16 @@ std::expected<c10::IValue, std::string> build_list(const ArgRecipe& recipe, cons
 std::expected<c10::IValue, std::string> materialize(const ArgRecipe& recipe, const std::vector<c10::IValue>& values,
                                                     const at::Device& device) {
   switch (recipe.kind) {
-    case ArgRecipe::Kind::constant: return recipe.constant;
-    case ArgRecipe::Kind::ref: return resolve(recipe.ref, values);
-    case ArgRecipe::Kind::tensor_list: return build_list<at::Tensor>(recipe, values);
-    case ArgRecipe::Kind::optional_tensor_list: return build_list<std::optional<at::Tensor>>(recipe, values);
-    case ArgRecipe::Kind::device: return c10::IValue(device);
+    case ArgRecipe::Kind::constant:
+      return recipe.constant;
+    case ArgRecipe::Kind::ref:
+      return resolve(recipe.ref, values);
+    case ArgRecipe::Kind::tensor_list:
+      return build_list<at::Tensor>(recipe, values);
+    case ArgRecipe::Kind::optional_tensor_list:
+      return build_list<std::optional<at::Tensor>>(recipe, values);
+    case ArgRecipe::Kind::device:
+      return c10::IValue(device);
   }
   return Error("unknown argument kind");
 }
@@ -201,7 +210,8 @@ std::expected<void, std::string> call_op(const c10::OperatorHandle& op, torch::j
 }
 
 // Runs a node whose op has no meta kernel on real zero-filled tensors.
-std::expected<void, std::string> call_op_off_meta(const c10::OperatorHandle& op, torch::jit::Stack& stack, const at::Device& device) {
+std::expected<void, std::string> call_op_off_meta(const c10::OperatorHandle& op, torch::jit::Stack& stack,
+                                                  const at::Device& device) {
   for (auto& value : stack) {
     value = map_tensors(value, [&](const at::Tensor& t) { return at::zeros(t.sizes(), t.options().device(device)); });
   }
@@ -223,7 +233,8 @@ std::expected<std::vector<at::Tensor>, std::string> Interpreter::execute(const s
                                                                          const at::Device* meta_fallback) const {
   size_t expected_count = m_program.inputs.size() + m_program.params.size();
   if (tensors.size() != expected_count) {
-    return Error("expected " + std::to_string(expected_count) + " tensors (inputs then params), got " + std::to_string(tensors.size()));
+    return Error("expected " + std::to_string(expected_count) + " tensors (inputs then params), got " +
+                 std::to_string(tensors.size()));
   }
   at::Device device = tensors.empty() ? at::Device(at::kCPU) : tensors[0].device();
   std::vector<c10::IValue> values(m_value_types.size());

@@ -3,10 +3,10 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "ir/safetensors.h"
 #include "torch/interpreter.h"
 #include "torch/task_check.h"
 #include "torch/tensors.h"
-#include "ir/safetensors.h"
 #include "util/subprocess.h"
 
 #ifdef CA_WITH_CUDA
@@ -18,7 +18,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-at::Device device_of(Backend backend) { return at::Device(backend == Backend::cuda ? at::kCUDA : at::kCPU); }
+at::Device device_of(Backend backend) {
+  return at::Device(backend == Backend::cuda ? at::kCUDA : at::kCPU);
+}
 using Error = std::unexpected<std::string>;
 
 fs::path executable_dir() {
@@ -127,15 +129,18 @@ std::expected<std::vector<std::string>, std::string> import_bridge_command(const
                  " does not exist; set CA_PYTHON");
   }
   std::string bridge;
-  for (const fs::path& candidate : {dir / "../../bridge/import_kernelbench.py", dir / "../share/cuda-agent/bridge/import_kernelbench.py"}) {
+  for (const fs::path& candidate :
+       {dir / "../../bridge/import_kernelbench.py", dir / "../share/cuda-agent/bridge/import_kernelbench.py"}) {
     if (fs::exists(candidate)) {
       bridge = candidate.lexically_normal().string();
       break;
     }
   }
   if (bridge.empty()) return Error("bridge/import_kernelbench.py not found beside " + dir.string());
-  std::vector<std::string> argv = {python, bridge, "--params-dir", options.params_dir, "--scale", std::to_string(options.scale),
-                                   "--seed", std::to_string(options.seed)};
+  std::vector<std::string> argv = {python,         bridge,
+                                   "--params-dir", options.params_dir,
+                                   "--scale",      std::to_string(options.scale),
+                                   "--seed",       std::to_string(options.seed)};
   argv.insert(argv.end(), options.dirs.begin(), options.dirs.end());
   return argv;
 }

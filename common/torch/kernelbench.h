@@ -17,13 +17,13 @@
 namespace ca {
 
 struct KernelbenchImport {
-  std::vector<std::string> dirs;  // problem folders; a folder named levelN gives records level N
-  std::string params_dir;         // where the bridge writes <id>.safetensors
-  int scale = 1;                  // size divisor (rule in the bridge's docstring and man ca-crawl)
-  uint64_t seed = 0;              // torch.manual_seed before each Model is built; the seed of dumped inputs
-  std::string dump_dir;           // "" = no dump; else <dump_dir>/<id>.safetensors per imported task
-  bool digests = false;           // run each task and give its digest record (ImportedTask::digest)
-  Backend backend = Backend::cpu; // shape checking's fallback and the device the tasks run on
+  std::vector<std::string> dirs;   // problem folders; a folder named levelN gives records level N
+  std::string params_dir;          // where the bridge writes <id>.safetensors
+  int scale = 1;                   // size divisor (rule in the bridge's docstring and man ca-crawl)
+  uint64_t seed = 0;               // torch.manual_seed before each Model is built; the seed of dumped inputs
+  std::string dump_dir;            // "" = no dump; else <dump_dir>/<id>.safetensors per imported task
+  bool digests = false;            // run each task and give its digest record (ImportedTask::digest)
+  Backend backend = Backend::cpu;  // shape checking's fallback and the device the tasks run on
 };
 
 /// A finished import: the checked task and, with KernelbenchImport::digests, the record of its run for

@@ -3,10 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cmath>
-#include <chrono>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -15,13 +15,13 @@
 #include <sstream>
 #include <utility>
 
-#include "torch/tensors.h"
 #include "ir/tensor_init.h"
 #include "runner/output_region.h"
 #include "runner/run_candidate.h"
 #include "runner/run_dir.h"
 #include "runner/seccomp.h"
 #include "timing/clock.h"
+#include "torch/tensors.h"
 #include "util/atomic_file.h"
 
 namespace ca {
@@ -60,7 +60,8 @@ Json runner_request(const Program& program, const std::vector<TensorShape>& shap
                     const OutputRegion* inputs, const OutputLayout& input_layout, const std::string& io_dir,
                     const RunnerOptions& options) {
   Json outputs = Json::array();
-  for (const auto& shape : shapes) outputs.push_back({{"dtype", dtype_name(*from_scalar_type(shape.dtype))}, {"shape", shape.sizes}});
+  for (const auto& shape : shapes)
+    outputs.push_back({{"dtype", dtype_name(*from_scalar_type(shape.dtype))}, {"shape", shape.sizes}});
   const Json signed_tensors = tensors_of(with_signed_inputs(program));
   Json call_list = Json::array();
   for (size_t i = 0; i < calls.size(); ++i) {
@@ -91,7 +92,8 @@ void read_events(const std::string& path, RunnerOutcome& outcome) {
   if (!text) return;  // the runner died before writing anything
   auto log = parse_results(*text);
   if (!log || !log->calls.empty()) {
-    outcome.untrusted = "results.jsonl is not as the runner writes it (" + (log ? std::string("a call line, which the runner sends over its pipe") : log.error()) +
+    outcome.untrusted = "results.jsonl is not as the runner writes it (" +
+                        (log ? std::string("a call line, which the runner sends over its pipe") : log.error()) +
                         "), so its reports cannot be believed";
     return;
   }
@@ -103,7 +105,8 @@ void read_events(const std::string& path, RunnerOutcome& outcome) {
 // here: the offsets are the layout's, and a range the file no longer backs (truncated, or a page punched out) is
 // refused before anything reads it.
 std::vector<at::Tensor> output_views(const std::shared_ptr<OutputRegion>& region, const std::vector<uint64_t>& offsets,
-                                     const std::vector<TensorShape>& shapes, const CallReport& report, std::string& problem) {
+                                     const std::vector<TensorShape>& shapes, const CallReport& report,
+                                     std::string& problem) {
   const std::vector<uint64_t> sizes = output_sizes(shapes);
   uint64_t expected = 0;
   for (uint64_t size : sizes) expected += size;
@@ -112,12 +115,13 @@ std::vector<at::Tensor> output_views(const std::shared_ptr<OutputRegion>& region
     return {};
   }
   if (uint64_t(report.output_bytes) < expected) {
-    problem = "output is short: the runner reported " + std::to_string(report.output_bytes) + " of " + std::to_string(expected) +
-              " bytes written";
+    problem = "output is short: the runner reported " + std::to_string(report.output_bytes) + " of " +
+              std::to_string(expected) + " bytes written";
     return {};
   }
   if (uint64_t(report.output_bytes) > expected) {
-    problem = "the runner reported " + std::to_string(report.output_bytes) + " bytes of output written, not " + std::to_string(expected);
+    problem = "the runner reported " + std::to_string(report.output_bytes) + " bytes of output written, not " +
+              std::to_string(expected);
     return {};
   }
   std::vector<at::Tensor> outputs;
@@ -131,7 +135,8 @@ std::vector<at::Tensor> output_views(const std::shared_ptr<OutputRegion>& region
       problem = "output " + std::to_string(k) + " is gone from the output region (its file was cut short or punched)";
       return {};
     }
-    outputs.push_back(at::from_blob(region->data() + offsets[k], shapes[k].sizes, [region](void*) {}, options));
+    outputs.push_back(at::from_blob(
+        region->data() + offsets[k], shapes[k].sizes, [region](void*) {}, options));
   }
   return outputs;
 }
@@ -144,7 +149,8 @@ std::string last_lines(const std::string& text, size_t count) {
     if (!line.empty()) lines.push_back(line);
   }
   std::string out;
-  for (size_t i = lines.size() > count ? lines.size() - count : 0; i < lines.size(); ++i) out += (out.empty() ? "" : "; ") + lines[i];
+  for (size_t i = lines.size() > count ? lines.size() - count : 0; i < lines.size(); ++i)
+    out += (out.empty() ? "" : "; ") + lines[i];
   return out;
 }
 
@@ -155,7 +161,8 @@ std::expected<Program, std::string> with_absolute_files(const Program& program) 
     for (auto& spec : *list) {
       if (spec.init.dist != Dist::file) continue;
       char resolved[PATH_MAX];
-      if (realpath(spec.init.path.c_str(), resolved) == nullptr) return Error(spec.init.path + ": " + std::strerror(errno));
+      if (realpath(spec.init.path.c_str(), resolved) == nullptr)
+        return Error(spec.init.path + ": " + std::strerror(errno));
       spec.init.path = resolved;
     }
   }
@@ -180,14 +187,15 @@ namespace {
 struct RunnerSetup {
   std::optional<RunDir> run_dir;  // the runner reads its requests here and may write only run_dir->io()
   Backend backend = Backend::cpu;
-  std::vector<uint64_t> output_sizes;    // of each output, in order
+  std::vector<uint64_t> output_sizes;  // of each output, in order
   std::vector<DType> output_dtypes;
   std::shared_ptr<OutputRegion> region;  // null until make_room; also held by every output view handed out
   OutputLayout layout;                   // the region's: room for layout.offsets.size() calls
   std::string pin_error;                 // cuda: why the region is not page-locked on this side; "" when it is
-  /// cpu: the one call's inputs, written here while the runner is stopped, right before the call (EXPLOITS B14).
+  /// cpu: the one call's inputs, written here while the runner is stopped, right before the call (docs/EXPLOITS.md,
+  /// B14).
   std::optional<OutputRegion> inputs;
-  OutputLayout input_layout;  // one call's tensors
+  OutputLayout input_layout;                        // one call's tensors
   std::vector<TensorSpec> tensors, signed_tensors;  // inputs then params, as drawn; signed: with_signed_inputs
   std::unique_ptr<CallClock> clock;                 // cpu: its prepare() flushes the cache before each call
   Program program;
@@ -211,8 +219,9 @@ std::expected<void, std::string> hand_over(const OutputRegion& region) {
 
 // `largest`: the most calls one request may have. The run directory's place and the runner's address-space limit
 // allow for a region that big; make_room makes one as big as the calls at hand need.
-std::expected<RunnerSetup, std::string> set_up(const Program& program, const std::vector<TensorShape>& shapes, const std::string& library,
-                                               const RunnerOptions& options, size_t largest) {
+std::expected<RunnerSetup, std::string> set_up(const Program& program, const std::vector<TensorShape>& shapes,
+                                               const std::string& library, const RunnerOptions& options,
+                                               size_t largest) {
   RunnerSetup setup;
   setup.backend = options.backend;
   setup.output_sizes = output_sizes(shapes);
@@ -270,12 +279,13 @@ std::expected<void, std::string> make_room(RunnerSetup& setup, size_t calls) {
 }
 
 // Writes the request for `calls` (results to io_dir) to `path`, readable by the sandbox's unprivileged user.
-std::expected<void, std::string> write_request(const std::string& path, const RunnerSetup& setup, const std::vector<TensorShape>& shapes,
-                                               const std::string& library, const std::vector<RunnerCall>& calls,
-                                               const std::string& io_dir, const RunnerOptions& options) {
+std::expected<void, std::string> write_request(const std::string& path, const RunnerSetup& setup,
+                                               const std::vector<TensorShape>& shapes, const std::string& library,
+                                               const std::vector<RunnerCall>& calls, const std::string& io_dir,
+                                               const RunnerOptions& options) {
   const OutputRegion* inputs = setup.inputs ? &*setup.inputs : nullptr;
-  Json request = runner_request(setup.program, shapes, library, calls, *setup.region, setup.layout, inputs, setup.input_layout,
-                                io_dir, options);
+  Json request = runner_request(setup.program, shapes, library, calls, *setup.region, setup.layout, inputs,
+                                setup.input_layout, io_dir, options);
   auto written = write_file_atomic(path, request.dump());
   if (!written) return Error(written.error());
   chmod(path.c_str(), 0644);
@@ -288,7 +298,8 @@ double microseconds(std::chrono::steady_clock::duration elapsed) {
 
 // The bytes of the region a call's outputs occupy, hashed together; taken when the call's report arrives (the runner
 // stopped) and again before anyone reads them, so that outputs written after their call returned are seen.
-uint64_t hash_outputs(const OutputRegion& region, const std::vector<uint64_t>& offsets, const std::vector<uint64_t>& sizes) {
+uint64_t hash_outputs(const OutputRegion& region, const std::vector<uint64_t>& offsets,
+                      const std::vector<uint64_t>& sizes) {
   uint64_t hash = 0;
   for (size_t k = 0; k < sizes.size(); ++k) {
     if (sizes[k] == 0 || !region.holds(offsets[k], sizes[k])) continue;  // output_views refuses a lost slice
@@ -299,15 +310,17 @@ uint64_t hash_outputs(const OutputRegion& region, const std::vector<uint64_t>& o
 
 // cpu: writes call `call`'s inputs into the slot (the runner is stopped) and poisons its output slices; returns the
 // inputs' hashes. The inputs are the trusted side's draws, the same bytes the reference is made from.
-std::expected<std::vector<uint64_t>, std::string> place_inputs(RunnerSetup& setup, const RunnerCall& call, size_t index) {
+std::expected<std::vector<uint64_t>, std::string> place_inputs(RunnerSetup& setup, const RunnerCall& call,
+                                                               size_t index) {
   const std::vector<TensorSpec>& specs = call.signed_inputs ? setup.signed_tensors : setup.tensors;
   std::vector<uint64_t> hashes;
   for (size_t k = 0; k < specs.size(); ++k) {
-    std::span<uint8_t> slot(setup.inputs->data() + setup.input_layout.offsets[0][k], size_t(specs[k].numel()) * dtype_size(specs[k].dtype));
+    std::span<uint8_t> slot(setup.inputs->data() + setup.input_layout.offsets[0][k],
+                            size_t(specs[k].numel()) * dtype_size(specs[k].dtype));
     if (auto drawn = draw_tensor(specs[k], call.seed, k, slot); !drawn) return Error(drawn.error());
     hashes.push_back(hash_bytes(slot));
   }
-  // Poison, so that an element the candidate never wrote shows (EXPLOITS B2); its writes go straight here.
+  // Poison, so that an element the candidate never wrote shows (docs/EXPLOITS.md, B2); its writes go straight here.
   const auto& offsets = setup.layout.offsets[index];
   for (size_t k = 0; k < setup.output_sizes.size(); ++k) {
     fill_poison(setup.output_dtypes[k], {setup.region->data() + offsets[k], setup.output_sizes[k]});
@@ -319,7 +332,8 @@ std::expected<std::vector<uint64_t>, std::string> place_inputs(RunnerSetup& setu
 // past outcome.elapsed_us. Only once the runner has exited or is stopped: nothing in the sandbox may change the
 // region while this checks and views it.
 std::expected<void, std::string> collect(RunnerOutcome& outcome, const std::string& io_dir, const RunnerSetup& setup,
-                                         const std::vector<TensorShape>& shapes, std::vector<std::optional<CallReport>> reports,
+                                         const std::vector<TensorShape>& shapes,
+                                         std::vector<std::optional<CallReport>> reports,
                                          const std::vector<uint64_t>& output_hashes) {
   read_events(io_dir + "/" + std::string(k_results_file), outcome);
   outcome.pin_error = setup.pin_error;
@@ -329,17 +343,20 @@ std::expected<void, std::string> collect(RunnerOutcome& outcome, const std::stri
     result.report = std::move(reports[i]);
     if (result.report && result.report->ok()) {
       if (hash_outputs(*setup.region, setup.layout.offsets[i], setup.output_sizes) != output_hashes[i]) {
-        result.output_problem = "its outputs changed after the call returned (written by a later call or between calls)";
+        result.output_problem =
+            "its outputs changed after the call returned (written by a later call or between calls)";
       } else {
-        result.outputs = output_views(setup.region, setup.layout.offsets[i], shapes, *result.report, result.output_problem);
+        result.outputs =
+            output_views(setup.region, setup.layout.offsets[i], shapes, *result.report, result.output_problem);
       }
       reported_us += result.report->wall_us;
     }
     outcome.calls.push_back(std::move(result));
   }
   if (reported_us > outcome.elapsed_us) {
-    outcome.untrusted = "the runner reported " + std::to_string(int64_t(reported_us)) + " us of calls in an invocation of " +
-                        std::to_string(int64_t(outcome.elapsed_us)) + " us, so its reports were tampered with";
+    outcome.untrusted = "the runner reported " + std::to_string(int64_t(reported_us)) +
+                        " us of calls in an invocation of " + std::to_string(int64_t(outcome.elapsed_us)) +
+                        " us, so its reports were tampered with";
   }
   return {};
 }
@@ -352,7 +369,8 @@ constexpr int k_pings = 16;
 }  // namespace
 
 std::expected<RunnerOutcome, std::string> run_in_runner(const Program& program, const std::vector<TensorShape>& shapes,
-                                                        const std::string& library, const std::vector<RunnerCall>& calls,
+                                                        const std::string& library,
+                                                        const std::vector<RunnerCall>& calls,
                                                         const RunnerOptions& options) {
   auto session = RunnerSession::open(program, shapes, library, options, 1, calls.size());
   if (!session) return Error(session.error());
@@ -381,7 +399,8 @@ RunnerSession::~RunnerSession() {
   if (m_state) finish();
 }
 
-std::expected<RunnerSession, std::string> RunnerSession::open(const Program& program, const std::vector<TensorShape>& shapes,
+std::expected<RunnerSession, std::string> RunnerSession::open(const Program& program,
+                                                              const std::vector<TensorShape>& shapes,
                                                               const std::string& library, const RunnerOptions& options,
                                                               int rounds, size_t largest_round) {
   RunnerOptions session_options = options;
@@ -401,7 +420,9 @@ std::expected<RunnerSession, std::string> RunnerSession::open(const Program& pro
   return RunnerSession(std::move(state));
 }
 
-const RunnerOptions& RunnerSession::options() const { return m_state->options; }
+const RunnerOptions& RunnerSession::options() const {
+  return m_state->options;
+}
 
 namespace {
 
@@ -414,11 +435,12 @@ double seconds_until(std::chrono::steady_clock::time_point deadline) {
 std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<RunnerCall>& calls) {
   State& s = *m_state;
   if (calls.size() > s.largest_round) {
-    return Error("a round of " + std::to_string(calls.size()) + " calls does not fit in the session's output region, opened for " +
-                 std::to_string(s.largest_round));
+    return Error("a round of " + std::to_string(calls.size()) +
+                 " calls does not fit in the session's output region, opened for " + std::to_string(s.largest_round));
   }
   // The runner is about to write over the region that an earlier round's outputs are views of.
-  if (s.setup.region.use_count() > 1) return Error("an earlier round's outputs are still in use; drop them before the next round");
+  if (s.setup.region.use_count() > 1)
+    return Error("an earlier round's outputs are still in use; drop them before the next round");
   // Grown as rounds need (ca-profile: its first round is small, later ones as many calls as it measures it needs).
   if (auto room = make_room(s.setup, calls.size()); !room) return Error(room.error());
   const int round = s.rounds++;
@@ -438,7 +460,8 @@ std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<R
   using SteadyClock = std::chrono::steady_clock;
   // The round's wall limit; the first round's includes the sandbox's and the device's start-up.
   const auto started = SteadyClock::now();
-  const auto deadline = started + std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(s.options.limits.wall_s));
+  const auto deadline = started + std::chrono::duration_cast<SteadyClock::duration>(
+                                      std::chrono::duration<double>(s.options.limits.wall_s));
   std::string protocol_error;  // the runner said something a runner does not say
   // One line from the runner within the round's limit; nullopt when it ended (crashed, exited, killed at the limit).
   auto answer = [&]() -> std::expected<std::optional<std::string>, std::string> {
@@ -482,7 +505,8 @@ std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<R
   for (size_t i = 0; alive && protocol_error.empty() && i < calls.size(); ++i) {
     // Stopped while this side writes what the call may see only once it starts, and checks the last call's outputs.
     if (!s.sandbox->freeze()) {
-      if (s.sandbox->running()) return Error("cannot find the runner's process in its sandbox to stop it between calls");
+      if (s.sandbox->running())
+        return Error("cannot find the runner's process in its sandbox to stop it between calls");
       alive = false;
       break;
     }
@@ -491,7 +515,8 @@ std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<R
       // The runner can cut either file short, and writing a page the file lost would be SIGBUS here.
       const auto& offsets = s.setup.layout.offsets[i];
       bool held = s.setup.inputs->holds(0, s.setup.inputs->size());
-      for (size_t k = 0; k < offsets.size(); ++k) held = held && s.setup.region->holds(offsets[k], s.setup.output_sizes[k]);
+      for (size_t k = 0; k < offsets.size(); ++k)
+        held = held && s.setup.region->holds(offsets[k], s.setup.output_sizes[k]);
       if (!held) {
         protocol_error = "cut its input or output region short";
         break;
@@ -502,7 +527,7 @@ std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<R
       s.setup.clock->prepare();
     }
     // From before the resume to the moment every thread in the sandbox is stopped again: whatever the candidate's
-    // process does with this call's inputs counts, whoever reports when (EXPLOITS C4, late writes).
+    // process does with this call's inputs counts, whoever reports when (docs/EXPLOITS.md, C4, late writes).
     const auto call_started = SteadyClock::now();
     const std::optional<double> cpu_before = s.sandbox->command_cpu_us();
     s.sandbox->thaw();
@@ -522,7 +547,7 @@ std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<R
       break;
     }
     if (s.setup.inputs) {
-      // Not the runner's clock, which is in the candidate's process (EXPLOITS C4), but the CPU time the kernel
+      // Not the runner's clock, which is in the candidate's process (docs/EXPLOITS.md, C4), but the CPU time the kernel
       // accounted to that whole process from thaw to freeze: every thread's work until it was stopped counts, and
       // other processes' load on the machine does not. Less the protocol's own share; over the threads it may use.
       if (!cpu_before || !cpu_after) return Error("cannot read the runner's CPU clock");
@@ -530,7 +555,8 @@ std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<R
       report->wall_us = report->device_us = cpu_us / double(std::max(1, s.options.num_threads));
       for (size_t k = 0; k < input_hashes.size(); ++k) {
         const auto& spec = s.setup.tensors[k];
-        std::span<const uint8_t> slot(s.setup.inputs->data() + s.setup.input_layout.offsets[0][k], size_t(spec.numel()) * dtype_size(spec.dtype));
+        std::span<const uint8_t> slot(s.setup.inputs->data() + s.setup.input_layout.offsets[0][k],
+                                      size_t(spec.numel()) * dtype_size(spec.dtype));
         if (hash_bytes(slot) != input_hashes[k]) report->changed_inputs.push_back(k);
       }
       report->inputs_changed = !report->changed_inputs.empty();
@@ -582,7 +608,9 @@ std::optional<CallFailure> call_failure(const RunnerOutcome& outcome, size_t ind
   const SandboxResult& ran = outcome.sandbox;
   if (!outcome.untrusted.empty()) return CallFailure{"run", label + ": " + outcome.untrusted};
   if (!call.report) {
-    if (ran.timed_out) return CallFailure{"timeout", label + " did not finish within " + std::to_string(int(options.limits.wall_s)) + " s"};
+    if (ran.timed_out)
+      return CallFailure{"timeout",
+                         label + " did not finish within " + std::to_string(int(options.limits.wall_s)) + " s"};
     // The CPU limit is a time limit too (the tools set both from --timeout). A single-threaded spin reaches it first
     // when the supervisor wakes late on a loaded machine, and then it is the same hang.
     if (ran.limit_hit == "cpu") {
@@ -590,13 +618,16 @@ std::optional<CallFailure> call_failure(const RunnerOutcome& outcome, size_t ind
       return CallFailure{"timeout", label + " did not finish within " + limit + " s of CPU time"};
     }
     if (ran.exit_code == to_int(k_exit_tampered)) {
-      return CallFailure{"run", label + ": the runner stopped: its reports were tampered with; " + last_lines(ran.err, 5)};
+      return CallFailure{"run",
+                         label + ": the runner stopped: its reports were tampered with; " + last_lines(ran.err, 5)};
     }
     if (ran.exit_code == to_int(k_exit_forbidden)) {
-      return CallFailure{"run", label + ": the candidate made a system call the sandbox forbids; " + last_lines(ran.err, 2)};
+      return CallFailure{"run",
+                         label + ": the candidate made a system call the sandbox forbids; " + last_lines(ran.err, 2)};
     }
     std::string message = label + " crashed: " +
-                          (ran.signal ? "killed by signal " + std::to_string(ran.signal) : "exit status " + std::to_string(ran.exit_code)) +
+                          (ran.signal ? "killed by signal " + std::to_string(ran.signal)
+                                      : "exit status " + std::to_string(ran.exit_code)) +
                           (ran.limit_hit.empty() ? "" : " (" + ran.limit_hit + " limit)");
     if (std::string says = last_lines(ran.err, 5); !says.empty()) message += "; last output: " + says;
     return CallFailure{"run", message};
@@ -604,10 +635,12 @@ std::optional<CallFailure> call_failure(const RunnerOutcome& outcome, size_t ind
   const CallReport& report = *call.report;
   if (!report.cuda_error.empty()) return CallFailure{"run", label + ": CUDA error " + report.cuda_error};
   if (report.rc != 0) return CallFailure{"run", label + ": ca_forward returned " + std::to_string(report.rc)};
-  if (report.inputs_changed) return CallFailure{"run", label + ": the candidate modified its inputs; inputs must stay unchanged"};
+  if (report.inputs_changed)
+    return CallFailure{"run", label + ": the candidate modified its inputs; inputs must stay unchanged"};
   if (report.own_launches == 0) {
-    return CallFailure{"launch", label + ": none of the candidate's own CUDA kernels launched; the outputs must come from "
-                                         "its kernels (a decoy kernel, EXPLOITS A2)"};
+    return CallFailure{"launch", label +
+                                     ": none of the candidate's own CUDA kernels launched; the outputs must come from "
+                                     "its kernels (a decoy kernel, docs/EXPLOITS.md, A2)"};
   }
   if (!call.output_problem.empty()) return CallFailure{"run", label + ": " + call.output_problem};
   return std::nullopt;

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "torch/interpreter.h"
 #include "ir/backend.h"
 #include "runner/protocol.h"
 #include "sandbox/sandbox.h"
+#include "torch/interpreter.h"
 
 namespace ca {
 
@@ -52,7 +52,7 @@ struct RunnerOutcome {
   std::string pin_error;  // cuda: why this side's view of the output region is pageable; "" when page-locked
 };
 
-/// Seeds the candidate cannot predict (EXPLOITS B14): std::random_device, or a fixed sequence from `seed` to
+/// Seeds the candidate cannot predict (docs/EXPLOITS.md, B14): std::random_device, or a fixed sequence from `seed` to
 /// reproduce a run.
 class SeedSource {
  public:
@@ -65,14 +65,15 @@ class SeedSource {
   std::random_device m_device;
 };
 
-/// EXPLOITS B4: on inputs drawn from [0, 1), ReLU-like ops are the identity; signed draws expose shortcuts.
+/// docs/EXPLOITS.md, B4: on inputs drawn from [0, 1), ReLU-like ops are the identity; signed draws expose shortcuts.
 Program with_signed_inputs(const Program& program);
 
 /// Runs `library` (built for options.backend) on `calls` in the sandboxed runner. Fails only when the harness
 /// itself fails (no run directory, no room for the output region, no sandbox, unreadable results); the candidate's
 /// failures are in the outcome, whose output views keep the region mapped as long as they live.
 std::expected<RunnerOutcome, std::string> run_in_runner(const Program& program, const std::vector<TensorShape>& shapes,
-                                                        const std::string& library, const std::vector<RunnerCall>& calls,
+                                                        const std::string& library,
+                                                        const std::vector<RunnerCall>& calls,
                                                         const RunnerOptions& options);
 
 /// One sandboxed runner (ca-runner --serve) for all the rounds of a profile, so that the sandbox, the device and
@@ -91,8 +92,8 @@ class RunnerSession {
   /// Makes the run directory for rounds of at most `largest_round` calls (the runner's address-space limit allows
   /// for a region that big); the runner and the region start with the first run(). Fails as run_in_runner does.
   static std::expected<RunnerSession, std::string> open(const Program& program, const std::vector<TensorShape>& shapes,
-                                                       const std::string& library, const RunnerOptions& options, int rounds,
-                                                       size_t largest_round);
+                                                        const std::string& library, const RunnerOptions& options,
+                                                        int rounds, size_t largest_round);
   RunnerSession(RunnerSession&&) noexcept;
   RunnerSession& operator=(RunnerSession&&) = delete;
   /// Finishes the runner if it still runs, and removes the run directory.

@@ -43,7 +43,8 @@ TEST(CallFailureTest, EachReportedProblemHasItsStage) {
   auto failure = call_failure(outcome_of(decoy), 0, "trial 1/1", RunnerOptions{});
   ASSERT_TRUE(failure);
   EXPECT_EQ(failure->stage, "launch");
-  EXPECT_NE(failure->message.find("none of the candidate's own CUDA kernels launched"), std::string::npos) << failure->message;
+  EXPECT_NE(failure->message.find("none of the candidate's own CUDA kernels launched"), std::string::npos)
+      << failure->message;
 
   // A CUDA error or a bad return code comes first: a failed launch is not a decoy.
   CallReport broken = decoy;
@@ -108,7 +109,8 @@ class FakeRunnerTest : public ::testing::Test {
     m_library = (m_dir / "candidate.so").string();
     ASSERT_TRUE(write_file_atomic(m_library, ""));
     ::chmod(m_library.c_str(), 0644);
-    auto program = parse_program(Json::parse(R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [2], "init": "randn"}],
+    auto program =
+        parse_program(Json::parse(R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [2], "init": "randn"}],
       "nodes": [{"op": "aten::relu", "args": ["%x"], "out": ["y"]}], "outputs": ["y"]})"));
     ASSERT_TRUE(program) << program.error();
     m_program = *program;
@@ -137,7 +139,8 @@ std::vector<float> values(const at::Tensor& tensor) {
 }
 
 TEST_F(FakeRunnerTest, OutputsAreViewsOfTheRegionThatOutliveTheRun) {
-  auto ran = run_in_runner(m_program, shapes(), m_library, {{1, false}, {2, true}}, fake("writes", "put $1; report $1 8"));
+  auto ran =
+      run_in_runner(m_program, shapes(), m_library, {{1, false}, {2, true}}, fake("writes", "put $1; report $1 8"));
   ASSERT_TRUE(ran) << ran.error();
   ASSERT_EQ(ran->calls.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
@@ -177,18 +180,21 @@ TEST_F(FakeRunnerTest, OutputsWrittenAfterTheirCallReturnedFailIt) {
   auto failure = call_failure(*ran, 0, "trial 1/2", RunnerOptions{});
   ASSERT_TRUE(failure);
   EXPECT_EQ(failure->stage, "run");
-  EXPECT_EQ(failure->message, "trial 1/2: its outputs changed after the call returned (written by a later call or between calls)");
+  EXPECT_EQ(failure->message,
+            "trial 1/2: its outputs changed after the call returned (written by a later call or between calls)");
   EXPECT_FALSE(call_failure(*ran, 1, "trial 2/2", RunnerOptions{}));
 }
 
 TEST_F(FakeRunnerTest, ReportsOfAnotherCallOrInResultsJsonlAreNotBelieved) {
-  // The runner reports each call on its pipe when asked for it; anything else is someone else's (EXPLOITS C4).
+  // The runner reports each call on its pipe when asked for it; anything else is someone else's (docs/EXPLOITS.md, C4).
   struct Case {
     const char* body;
     const char* says;
   };
-  for (Case c : {Case{"put $1; report $(($1 + 1)) 8", "as the report of call 0"}, Case{"echo not json", "as the report of call 0"},
-                 Case{"put $1; report $1 8; report $1 8 >> \"$io/results.jsonl\"", "results.jsonl is not as the runner writes it"}}) {
+  for (Case c : {Case{"put $1; report $(($1 + 1)) 8", "as the report of call 0"},
+                 Case{"echo not json", "as the report of call 0"},
+                 Case{"put $1; report $1 8; report $1 8 >> \"$io/results.jsonl\"",
+                      "results.jsonl is not as the runner writes it"}}) {
     auto ran = run_in_runner(m_program, shapes(), m_library, {{1, false}, {2, false}}, fake("forged", c.body));
     ASSERT_TRUE(ran) << ran.error();
     auto failure = call_failure(*ran, 0, "trial 1/2", RunnerOptions{});
@@ -200,13 +206,16 @@ TEST_F(FakeRunnerTest, ReportsOfAnotherCallOrInResultsJsonlAreNotBelieved) {
 
 TEST_F(FakeRunnerTest, ARegionCutShortOrPunchedIsNeverRead) {
   // Reading a page the file no longer has would be SIGBUS in this process; the runner cannot arrange that.
-  auto ran = run_in_runner(m_program, shapes(), m_library, {{1, false}, {2, false}},
-                           fake("vandal", "put $1\nif [ $1 = 0 ]; then fallocate --punch-hole --offset 0 --length 4096 \"$region\"; "
-                                          "else truncate -s 4096 \"$region\"; fi\nreport $1 8"));
+  auto ran =
+      run_in_runner(m_program, shapes(), m_library, {{1, false}, {2, false}},
+                    fake("vandal",
+                         "put $1\nif [ $1 = 0 ]; then fallocate --punch-hole --offset 0 --length 4096 \"$region\"; "
+                         "else truncate -s 4096 \"$region\"; fi\nreport $1 8"));
   ASSERT_TRUE(ran) << ran.error();
   EXPECT_EQ(ran->calls[0].output_problem, "output 0 is gone from the output region (its file was cut short or punched)")
       << ran->sandbox.err;
-  EXPECT_EQ(ran->calls[1].output_problem, "output 0 is gone from the output region (its file was cut short or punched)");
+  EXPECT_EQ(ran->calls[1].output_problem,
+            "output 0 is gone from the output region (its file was cut short or punched)");
 }
 
 TEST_F(FakeRunnerTest, ASessionGrowsItsRegionAndReusesItOnlyOnceTheOutputsAreDropped) {

@@ -2,10 +2,10 @@
 
 #include <set>
 
-#include "torch/interpreter.h"
-#include "torch/tensors.h"
 #include "ir/fingerprint.h"
 #include "ir/tensor_init.h"
+#include "torch/interpreter.h"
+#include "torch/tensors.h"
 #include "util/json_field.h"
 
 namespace ca {

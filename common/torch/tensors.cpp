@@ -15,16 +15,26 @@ namespace ca {
 
 at::ScalarType to_scalar_type(DType dtype) {
   switch (dtype) {
-    case DType::float32: return at::kFloat;
-    case DType::float64: return at::kDouble;
-    case DType::float16: return at::kHalf;
-    case DType::bfloat16: return at::kBFloat16;
-    case DType::int64: return at::kLong;
-    case DType::int32: return at::kInt;
-    case DType::int16: return at::kShort;
-    case DType::int8: return at::kChar;
-    case DType::uint8: return at::kByte;
-    case DType::boolean: return at::kBool;
+    case DType::float32:
+      return at::kFloat;
+    case DType::float64:
+      return at::kDouble;
+    case DType::float16:
+      return at::kHalf;
+    case DType::bfloat16:
+      return at::kBFloat16;
+    case DType::int64:
+      return at::kLong;
+    case DType::int32:
+      return at::kInt;
+    case DType::int16:
+      return at::kShort;
+    case DType::int8:
+      return at::kChar;
+    case DType::uint8:
+      return at::kByte;
+    case DType::boolean:
+      return at::kBool;
   }
   return at::kFloat;
 }

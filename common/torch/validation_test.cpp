@@ -5,10 +5,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "torch/interpreter.h"
-#include "torch/tensors.h"
 #include "ir/tensor_digest.h"
 #include "ir/tensor_init.h"
+#include "torch/interpreter.h"
+#include "torch/tensors.h"
 
 namespace ca {
 namespace {
@@ -24,44 +24,63 @@ struct BadCase {
 const BadCase k_bad[] = {
     {"unknown_op", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::lineer","args":["%x"],"out":["y"]}],"outputs":["y"]})",
      "program.nodes[0].op: unknown operator 'aten::lineer', did you mean 'aten::linear'?"},
-    {"unknown_overload", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::add.Tensr","args":["%x","%x"],"out":["y"]}],"outputs":["y"]})",
+    {"unknown_overload",
+     R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::add.Tensr","args":["%x","%x"],"out":["y"]}],"outputs":["y"]})",
      "program.nodes[0].op: aten::add has no overload 'Tensr', did you mean 'Tensor'?"},
     {"no_namespace", R"({"inputs":[)" X R"(],"nodes":[{"op":"relu","args":["%x"],"out":["y"]}],"outputs":["y"]})",
      "program.nodes[0].op: 'relu' needs a namespace, as in 'aten::relu'"},
-    {"too_many_positional", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":["%x",1],"out":["y"]}],"outputs":["y"]})",
+    {"too_many_positional",
+     R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":["%x",1],"out":["y"]}],"outputs":["y"]})",
      "program.nodes[0].args: aten::relu takes 1 positional argument(s), got 2"},
-    {"missing_argument", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::linear","args":["%x"],"out":["y"]}],"outputs":["y"]})",
+    {"missing_argument",
+     R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::linear","args":["%x"],"out":["y"]}],"outputs":["y"]})",
      "program.nodes[0]: missing argument 'weight' (Tensor)"},
-    {"unknown_kwarg", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::add.Tensor","args":["%x","%x"],"kwargs":{"alpah":2},"out":["y"]}],"outputs":["y"]})",
+    {"unknown_kwarg",
+     R"({"inputs":[)" X
+     R"(],"nodes":[{"op":"aten::add.Tensor","args":["%x","%x"],"kwargs":{"alpah":2},"out":["y"]}],"outputs":["y"]})",
      "program.nodes[0].kwargs.alpah: aten::add.Tensor has no argument 'alpah', did you mean 'alpha'?"},
-    {"kwarg_given_twice", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::leaky_relu","args":["%x",0.1],"kwargs":{"negative_slope":0.2},"out":["y"]}],"outputs":["y"]})",
+    {"kwarg_given_twice",
+     R"({"inputs":[)" X
+     R"(],"nodes":[{"op":"aten::leaky_relu","args":["%x",0.1],"kwargs":{"negative_slope":0.2},"out":["y"]}],"outputs":["y"]})",
      "program.nodes[0].kwargs.negative_slope: argument given both by position and by name"},
-    {"literal_type_mismatch", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::leaky_relu","args":["%x","steep"],"out":["y"]}],"outputs":["y"]})",
+    {"literal_type_mismatch",
+     R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::leaky_relu","args":["%x","steep"],"out":["y"]}],"outputs":["y"]})",
      "program.nodes[0].args[1]: argument 'negative_slope' (Scalar): expected a number, got string 'steep'"},
-    {"int_expected_float_given", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::softmax.int","args":["%x",1.5],"out":["y"]}],"outputs":["y"]})",
+    {"int_expected_float_given",
+     R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::softmax.int","args":["%x",1.5],"out":["y"]}],"outputs":["y"]})",
      "program.nodes[0].args[1]: argument 'dim' (int): expected an integer, got number"},
-    {"tensor_expected_literal_given", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":[3],"out":["y"]}],"outputs":["y"]})",
+    {"tensor_expected_literal_given",
+     R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":[3],"out":["y"]}],"outputs":["y"]})",
      "program.nodes[0].args[0]: argument 'self' (Tensor): expected a tensor reference such as \"%x\", got number"},
     {"ref_of_wrong_type", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::split.Tensor","args":["%x",2],"out":["parts"]},
         {"op":"aten::relu","args":["%parts"],"out":["y"]}],"outputs":["y"]})",
      "program.nodes[1].args[0]: argument 'self' (Tensor): '%parts' is a Tensor[]"},
-    {"bad_dtype_literal", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::to.dtype","args":["%x","float33"],"out":["y"]}],"outputs":["y"]})",
-     "program.nodes[0].args[1]: argument 'dtype' (ScalarType): expected a dtype name such as \"float32\", got string 'float33'"},
-    {"dangling_reference", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":["%z"],"out":["y"]}],"outputs":["y"]})",
+    {"bad_dtype_literal",
+     R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::to.dtype","args":["%x","float33"],"out":["y"]}],"outputs":["y"]})",
+     "program.nodes[0].args[1]: argument 'dtype' (ScalarType): expected a dtype name such as \"float32\", got string "
+     "'float33'"},
+    {"dangling_reference",
+     R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":["%z"],"out":["y"]}],"outputs":["y"]})",
      "program.nodes[0].args[0]: dangling reference '%z': no input, param or earlier output has that name"},
-    {"use_before_definition", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":["%b"],"out":["a"]},{"op":"aten::relu","args":["%x"],"out":["b"]}],"outputs":["a"]})",
+    {"use_before_definition",
+     R"({"inputs":[)" X
+     R"(],"nodes":[{"op":"aten::relu","args":["%b"],"out":["a"]},{"op":"aten::relu","args":["%x"],"out":["b"]}],"outputs":["a"]})",
      "program.nodes[0].args[0]: dangling reference '%b'"},
-    {"dangling_output", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":["%x"],"out":["y"]}],"outputs":["w"]})",
+    {"dangling_output",
+     R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":["%x"],"out":["y"]}],"outputs":["w"]})",
      "program.outputs[0]: dangling reference '%w'"},
-    {"wrong_output_count", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::max.dim","args":["%x",1],"out":["v"]}],"outputs":["v"]})",
+    {"wrong_output_count",
+     R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::max.dim","args":["%x",1],"out":["v"]}],"outputs":["v"]})",
      "program.nodes[0].out: aten::max.dim returns 2 value(s), 'out' names 1"},
     {"mutating_op", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu_","args":["%x"],"out":["y"]}],"outputs":["y"]})",
      "program.nodes[0].op: aten::relu_ writes to 'self'; task programs use functional operators only"},
-    {"duplicate_name", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":["%x"],"out":["x"]}],"outputs":["x"]})",
+    {"duplicate_name",
+     R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":["%x"],"out":["x"]}],"outputs":["x"]})",
      "program.nodes[0].out[0]: 'x' is already defined"},
     {"bad_shape", R"({"inputs":[)" X R"(],"params":[{"name":"w","dtype":"float32","shape":[16,7]}],
         "nodes":[{"op":"aten::linear","args":["%x","%w"],"out":["y"]}],"outputs":["y"]})",
-     "shape check on the meta device failed: program.nodes[0] (aten::linear): mat1 and mat2 shapes cannot be multiplied (4x8 and 7x16)"},
+     "shape check on the meta device failed: program.nodes[0] (aten::linear): mat1 and mat2 shapes cannot be "
+     "multiplied (4x8 and 7x16)"},
     {"bad_shape_without_meta_kernel", R"({"inputs":[)" X R"(],"params":[{"name":"w","dtype":"float32","shape":[2,3,3]}],
         "nodes":[{"op":"aten::conv2d","args":["%x","%w"],"out":["y"]}],"outputs":["y"]})",
      "program.nodes[0] (aten::conv2d): "},
@@ -69,19 +88,27 @@ const BadCase k_bad[] = {
      "program.inputs[0].dtype: unknown dtype 'flaot32', did you mean 'float32'?"},
     {"negative_size", R"({"inputs":[{"name":"x","dtype":"float32","shape":[2,-1]}],"nodes":[],"outputs":["x"]})",
      "program.inputs[0].shape[1]: negative size -1"},
-    {"float_init_on_int", R"({"inputs":[{"name":"x","dtype":"int64","shape":[2],"init":"randn"}],"nodes":[],"outputs":["x"]})",
+    {"float_init_on_int",
+     R"({"inputs":[{"name":"x","dtype":"int64","shape":[2],"init":"randn"}],"nodes":[],"outputs":["x"]})",
      "program.inputs[0].init: a int64 tensor takes 'randint', 'ones', 'zeros' or 'constant'"},
-    {"unknown_init", R"({"inputs":[{"name":"x","dtype":"float32","shape":[2],"init":"gaussian"}],"nodes":[],"outputs":["x"]})",
+    {"unknown_init",
+     R"({"inputs":[{"name":"x","dtype":"float32","shape":[2],"init":"gaussian"}],"nodes":[],"outputs":["x"]})",
      "program.inputs[0].init: unknown distribution 'gaussian'"},
     {"missing_nodes", R"({"inputs":[)" X R"(],"outputs":["x"]})", "program.nodes: missing field"},
-    {"unknown_top_field", R"({"inputs":[)" X R"(],"node":[],"nodes":[],"outputs":["x"]})", "program.node: unknown field, did you mean 'nodes'?"},
-    {"misspelled_node_field", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":["%x"],"kwarg":{},"out":["y"]}],"outputs":["y"]})",
+    {"unknown_top_field", R"({"inputs":[)" X R"(],"node":[],"nodes":[],"outputs":["x"]})",
+     "program.node: unknown field, did you mean 'nodes'?"},
+    {"misspelled_node_field",
+     R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":["%x"],"kwarg":{},"out":["y"]}],"outputs":["y"]})",
      "program.nodes[0].kwarg: unknown field, did you mean 'kwargs'?"},
-    {"misspelled_tensor_field", R"({"inputs":[{"name":"x","dtype":"float32","shape":[2],"inti":"rand"}],"nodes":[],"outputs":["x"]})",
+    {"misspelled_tensor_field",
+     R"({"inputs":[{"name":"x","dtype":"float32","shape":[2],"inti":"rand"}],"nodes":[],"outputs":["x"]})",
      "program.inputs[0].inti: unknown field, did you mean 'init'?"},
-    {"dtype_alias_literal", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::to.dtype","args":["%x","half"],"out":["y"]}],"outputs":["y"]})",
+    {"dtype_alias_literal",
+     R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::to.dtype","args":["%x","half"],"out":["y"]}],"outputs":["y"]})",
      "expected a dtype name such as \"float32\", got string 'half'"},
-    {"non_tensor_output", R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::split.Tensor","args":["%x",2],"out":["parts"]}],"outputs":["parts"]})",
+    {"non_tensor_output",
+     R"({"inputs":[)" X
+     R"(],"nodes":[{"op":"aten::split.Tensor","args":["%x",2],"out":["parts"]}],"outputs":["parts"]})",
      "program.outputs[0]: 'parts' is a Tensor[]; program outputs must be tensors"},
 };
 
@@ -96,12 +123,14 @@ TEST(ValidationTest, EveryBadProgramNamesFieldAndProblem) {
 }
 
 TEST(ValidationTest, GoodProgramPasses) {
-  auto checked = check_program(Json::parse(R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":["%x"],"out":["y"]}],"outputs":["y"]})"));
+  auto checked = check_program(
+      Json::parse(R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::relu","args":["%x"],"out":["y"]}],"outputs":["y"]})"));
   EXPECT_TRUE(checked) << checked.error();
 }
 
 TEST(ValidationTest, ListElementCanBeAnOutput) {
-  auto checked = check_program(Json::parse(R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::split.Tensor","args":["%x",2],"out":["p"]}],
+  auto checked = check_program(
+      Json::parse(R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::split.Tensor","args":["%x",2],"out":["p"]}],
       "outputs":["p[1]"]})"));
   ASSERT_TRUE(checked) << checked.error();
   auto outputs = checked->run(make_tensors(checked->program(), 1, at::kCPU));
@@ -110,14 +139,16 @@ TEST(ValidationTest, ListElementCanBeAnOutput) {
 }
 
 TEST(ValidationTest, IndexPastListEndFailsAtRun) {
-  auto program = parse_program(Json::parse(R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::split.Tensor","args":["%x",2],"out":["p"]},
+  auto program = parse_program(
+      Json::parse(R"({"inputs":[)" X R"(],"nodes":[{"op":"aten::split.Tensor","args":["%x",2],"out":["p"]},
       {"op":"aten::relu","args":["%p[5]"],"out":["y"]}],"outputs":["y"]})"));
   ASSERT_TRUE(program) << program.error();
   auto interpreter = Interpreter::create(*program);
   ASSERT_TRUE(interpreter) << interpreter.error();
   auto outputs = interpreter->run(make_tensors(*program, 1, at::kCPU));
   ASSERT_FALSE(outputs);
-  EXPECT_NE(outputs.error().find("program.nodes[1] (aten::relu): element 5 of a list of 2"), std::string::npos) << outputs.error();
+  EXPECT_NE(outputs.error().find("program.nodes[1] (aten::relu): element 5 of a list of 2"), std::string::npos)
+      << outputs.error();
 }
 
 TEST(TensorsTest, SameSeedGivesBitIdenticalTensorsAndOtherSeedsDiffer) {
@@ -170,16 +201,39 @@ TEST(TensorsTest, MakeTensorBytesEqualsAtenConversion) {
     return host.to(to_scalar_type(spec.dtype)).contiguous();
   };
   auto as_double = [](uint32_t bits) { return double(std::bit_cast<float>(bits)); };
-  const std::vector<double> float_constants = {
-      1 + std::ldexp(1.0, -11), 1 + 3 * std::ldexp(1.0, -11), 2049, 2051, 65519, 65520, -65520, 65504,
-      std::ldexp(1.0, -25), 3 * std::ldexp(1.0, -25), std::ldexp(1.0, -24), std::ldexp(1.0, -14) * (1 - std::ldexp(1.0, -12)),
-      1 + std::ldexp(1.0, -8), 1 + 3 * std::ldexp(1.0, -8), 257, 259, -259, as_double(0x7F7F8000u), as_double(0x7F7F7FFFu),
-      as_double(0x00000001u), 1e39, -1e39, 0.0, -0.0, 0.1, 1.0 / 3.0};
-  std::vector<Init> float_inits = {{Dist::randn, 0, 1},          {Dist::uniform, -70000, 70000}, {Dist::uniform, -1e-6, 1e-6},
-                                   {Dist::uniform, -1e-38, 1e-38}, {Dist::uniform, 0, 4096},       {Dist::normal, 3, 100}};
+  const std::vector<double> float_constants = {1 + std::ldexp(1.0, -11),
+                                               1 + 3 * std::ldexp(1.0, -11),
+                                               2049,
+                                               2051,
+                                               65519,
+                                               65520,
+                                               -65520,
+                                               65504,
+                                               std::ldexp(1.0, -25),
+                                               3 * std::ldexp(1.0, -25),
+                                               std::ldexp(1.0, -24),
+                                               std::ldexp(1.0, -14) * (1 - std::ldexp(1.0, -12)),
+                                               1 + std::ldexp(1.0, -8),
+                                               1 + 3 * std::ldexp(1.0, -8),
+                                               257,
+                                               259,
+                                               -259,
+                                               as_double(0x7F7F8000u),
+                                               as_double(0x7F7F7FFFu),
+                                               as_double(0x00000001u),
+                                               1e39,
+                                               -1e39,
+                                               0.0,
+                                               -0.0,
+                                               0.1,
+                                               1.0 / 3.0};
+  std::vector<Init> float_inits = {{Dist::randn, 0, 1},          {Dist::uniform, -70000, 70000},
+                                   {Dist::uniform, -1e-6, 1e-6}, {Dist::uniform, -1e-38, 1e-38},
+                                   {Dist::uniform, 0, 4096},     {Dist::normal, 3, 100}};
   for (double value : float_constants) float_inits.push_back({Dist::constant, value, 1});
-  const std::vector<Init> int_inits = {{Dist::randint, -300, 300}, {Dist::randint, -3e9, 3e9}, {Dist::randint, -2, 3},
-                                       {Dist::constant, 4294967297.0, 1}, {Dist::constant, -129, 1}, {Dist::ones, 0, 1}};
+  const std::vector<Init> int_inits = {{Dist::randint, -300, 300}, {Dist::randint, -3e9, 3e9},
+                                       {Dist::randint, -2, 3},     {Dist::constant, 4294967297.0, 1},
+                                       {Dist::constant, -129, 1},  {Dist::ones, 0, 1}};
   const std::vector<std::vector<int64_t>> shapes = {{4099}, {}, {0, 3}};
 
   int checked = 0;
@@ -188,7 +242,8 @@ TEST(TensorsTest, MakeTensorBytesEqualsAtenConversion) {
     for (const Init& init : is_floating(dtype) ? float_inits : int_inits) {
       for (const auto& shape : shapes) {
         TensorSpec spec{"t", dtype, shape, init};
-        std::string what = std::string(dtype_name(dtype)) + " init " + to_json(init).dump() + " numel " + std::to_string(spec.numel());
+        std::string what =
+            std::string(dtype_name(dtype)) + " init " + to_json(init).dump() + " numel " + std::to_string(spec.numel());
         at::Tensor expected = old_path(spec, 11, 2);
         std::vector<uint8_t> bytes = make_tensor_bytes(spec, 11, 2).value();
         ASSERT_EQ(bytes.size(), expected.nbytes()) << what;
@@ -196,7 +251,8 @@ TEST(TensorsTest, MakeTensorBytesEqualsAtenConversion) {
         at::Tensor made = make_tensor(spec, 11, 2, at::kCPU);
         ASSERT_EQ(made.scalar_type(), expected.scalar_type()) << what;
         ASSERT_EQ(made.sizes(), expected.sizes()) << what;
-        EXPECT_TRUE(made.nbytes() == 0 || std::memcmp(made.data_ptr(), expected.data_ptr(), made.nbytes()) == 0) << what;
+        EXPECT_TRUE(made.nbytes() == 0 || std::memcmp(made.data_ptr(), expected.data_ptr(), made.nbytes()) == 0)
+            << what;
         ++checked;
       }
     }
@@ -208,8 +264,11 @@ TEST(TensorsTest, MakeTensorBytesEqualsAtenConversion) {
 // make_tensor_bytes's. Skipped without one.
 TEST(TensorsTest, MakeTensorOnCudaHoldsMakeTensorBytes) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device";
-  const std::vector<Init> float_inits = {{Dist::randn, 0, 1}, {Dist::uniform, -70000, 70000}, {Dist::kaiming_uniform, 0, 1},
-                                         {Dist::randint, -3, 9}, {Dist::constant, -0.0, 1}};
+  const std::vector<Init> float_inits = {{Dist::randn, 0, 1},
+                                         {Dist::uniform, -70000, 70000},
+                                         {Dist::kaiming_uniform, 0, 1},
+                                         {Dist::randint, -3, 9},
+                                         {Dist::constant, -0.0, 1}};
   const std::vector<Init> int_inits = {{Dist::randint, -300, 300}, {Dist::constant, -129, 1}, {Dist::ones, 0, 1}};
   int checked = 0;
   for (DType dtype : {DType::float32, DType::float64, DType::float16, DType::bfloat16, DType::int64, DType::int32,
@@ -217,7 +276,8 @@ TEST(TensorsTest, MakeTensorOnCudaHoldsMakeTensorBytes) {
     for (const Init& init : is_floating(dtype) ? float_inits : int_inits) {
       for (const std::vector<int64_t>& shape : {std::vector<int64_t>{4099}, {5, 3, 3}, {0, 3}}) {
         TensorSpec spec{"t", dtype, shape, init};
-        std::string what = std::string(dtype_name(dtype)) + " init " + to_json(init).dump() + " numel " + std::to_string(spec.numel());
+        std::string what =
+            std::string(dtype_name(dtype)) + " init " + to_json(init).dump() + " numel " + std::to_string(spec.numel());
         at::Tensor made = make_tensor(spec, 11, 2, at::Device("cuda"));
         ASSERT_TRUE(made.is_cuda()) << what;
         ASSERT_EQ(made.scalar_type(), to_scalar_type(dtype)) << what;

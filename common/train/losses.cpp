@@ -34,7 +34,9 @@ at::Tensor token_entropy(const at::Tensor& logits) {
   return shift_right(-(lp.exp() * lp).sum(-1));
 }
 
-at::Tensor masked_nll(const at::Tensor& logprobs, const at::Tensor& mask) { return -masked_mean(logprobs, mask); }
+at::Tensor masked_nll(const at::Tensor& logprobs, const at::Tensor& mask) {
+  return -masked_mean(logprobs, mask);
+}
 
 namespace {
 

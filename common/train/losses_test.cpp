@@ -57,8 +57,9 @@ TEST(KlTest, K3IsZeroAtEqualityAndPositiveElsewhere) {
 }
 
 TEST(GroupAdvantagesTest, NormalizesWithinEachGroup) {
-  const at::Tensor a = group_advantages(at::tensor(std::vector<double>{1, 0, 1, 0, 2, 2, 2, 2}, at::kDouble).view({2, 4}));
-  EXPECT_NEAR(a[0][0].item<double>(), 0.5 / std::sqrt(1.0 / 3) , 1e-5);
+  const at::Tensor a =
+      group_advantages(at::tensor(std::vector<double>{1, 0, 1, 0, 2, 2, 2, 2}, at::kDouble).view({2, 4}));
+  EXPECT_NEAR(a[0][0].item<double>(), 0.5 / std::sqrt(1.0 / 3), 1e-5);
   EXPECT_NEAR(a[0][1].item<double>(), -0.5 / std::sqrt(1.0 / 3), 1e-5);
   EXPECT_EQ(a[1].abs().sum().item<double>(), 0.0);  // equal rewards: no signal
 }
@@ -93,7 +94,8 @@ TEST(NllTest, TokenMeanOverMaskedTokens) {
 
 nlohmann::json to_json(const at::Tensor& t) {
   const at::Tensor c = t.detach().to(at::kDouble).contiguous();
-  return {{"shape", c.sizes().vec()}, {"data", std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel())}};
+  return {{"shape", c.sizes().vec()},
+          {"data", std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel())}};
 }
 
 at::Tensor from_json(const nlohmann::json& j) {
@@ -109,9 +111,11 @@ TEST(ReferenceTest, EveryFunctionEqualsPyTorchOnRandomTensors) {
   const at::Tensor logits = at::randn({B, T, V}, f64) * 2;
   const at::Tensor ids = at::randint(0, V, {B, T}, at::TensorOptions().dtype(at::kLong));
   // Prompt first, a tool result in the middle, padding at the end of row 2.
-  const at::Tensor mask = at::tensor(std::vector<double>{0, 0, 1, 1, 0, 0, 1, 1, 1,   //
-                                                         0, 1, 1, 1, 1, 0, 1, 0, 0,   //
-                                                         0, 0, 0, 1, 1, 1, 1, 0, 0}, f64).view({B, T});
+  const at::Tensor mask = at::tensor(std::vector<double>{0, 0, 1, 1, 0, 0, 1, 1, 1,  //
+                                                         0, 1, 1, 1, 1, 0, 1, 0, 0,  //
+                                                         0, 0, 0, 1, 1, 1, 1, 0, 0},
+                                     f64)
+                              .view({B, T});
   at::Tensor rewards = at::zeros({B, T}, f64);
   rewards[0][8] = 1.0;
   rewards[1][6] = 0.3;  // the last action token of row 1 (the tokens after it are padding)
@@ -123,16 +127,22 @@ TEST(ReferenceTest, EveryFunctionEqualsPyTorchOnRandomTensors) {
   const at::Tensor ref_logprobs = old_logprobs + at::randn({B, T}, f64) * 0.2;
   const at::Tensor group_rewards = at::tensor(std::vector<double>{1, 0, 0.5, 1, 0, 0, 0, 1}, f64).view({2, 4});
 
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("ca_train_ref_" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ca_train_ref_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  nlohmann::json in = {{"logits", to_json(logits)},           {"ids", to_json(ids)},
-                       {"mask", to_json(mask)},               {"rewards", to_json(rewards)},
-                       {"values", to_json(values)},           {"new_values", to_json(new_values)},
-                       {"old_logprobs", to_json(old_logprobs)}, {"new_logprobs", to_json(new_logprobs)},
-                       {"ref_logprobs", to_json(ref_logprobs)}, {"group_rewards", to_json(group_rewards)}};
+  nlohmann::json in = {{"logits", to_json(logits)},
+                       {"ids", to_json(ids)},
+                       {"mask", to_json(mask)},
+                       {"rewards", to_json(rewards)},
+                       {"values", to_json(values)},
+                       {"new_values", to_json(new_values)},
+                       {"old_logprobs", to_json(old_logprobs)},
+                       {"new_logprobs", to_json(new_logprobs)},
+                       {"ref_logprobs", to_json(ref_logprobs)},
+                       {"group_rewards", to_json(group_rewards)}};
   std::ofstream(dir / "in.json") << in.dump();
-  const std::string cmd = python.string() + " " + CA_SOURCE_DIR + "/tests/train/reference.py " + (dir / "in.json").string() +
-                          " " + (dir / "out.json").string();
+  const std::string cmd = python.string() + " " + CA_SOURCE_DIR + "/tests/train/reference.py " +
+                          (dir / "in.json").string() + " " + (dir / "out.json").string();
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   const nlohmann::json ref = nlohmann::json::parse(std::ifstream(dir / "out.json"));
   std::filesystem::remove_all(dir);

@@ -41,13 +41,14 @@ std::optional<std::string> rft_rejection(const Json& t, const RftFilter& filter)
       continue;
     }
     const Json calls = m.value("tool_calls", Json::array());
-    const Json outcomes = assistant < static_cast<int64_t>(turns.size()) ? turns[assistant].value("tools", Json::array())
-                                                                          : Json::array();
+    const Json outcomes =
+        assistant < static_cast<int64_t>(turns.size()) ? turns[assistant].value("tools", Json::array()) : Json::array();
     ++assistant;
     for (size_t i = 0; i < calls.size(); ++i) {
       const Json fn = calls[i].value("function", Json::object());
       const std::string name = fn.value("name", "");
-      const std::string args = fn.contains("arguments") && fn["arguments"].is_string() ? fn["arguments"].get<std::string>() : "";
+      const std::string args =
+          fn.contains("arguments") && fn["arguments"].is_string() ? fn["arguments"].get<std::string>() : "";
       auto parsed = parse_json(args);
       if (!filter.keep_invalid_calls && (!tool_names.contains(name) || !parsed || !parsed->is_object())) {
         return "invalid tool call '" + name + "'";
@@ -73,8 +74,9 @@ std::string RftData::summary() const {
   return reasons.empty() ? out : out + " (" + reasons + ")";
 }
 
-std::expected<void, std::string> add_rft_record(RftData& data, const Json& trajectory, const model::Tokenizer& tokenizer,
-                                                const RftFilter& filter, int64_t max_context) {
+std::expected<void, std::string> add_rft_record(RftData& data, const Json& trajectory,
+                                                const model::Tokenizer& tokenizer, const RftFilter& filter,
+                                                int64_t max_context) {
   ++data.records;
   if (auto reason = rft_rejection(trajectory, filter)) {
     // Repeated-call reasons carry a count; the summary groups by the reason's kind.
@@ -90,9 +92,10 @@ std::expected<void, std::string> add_rft_record(RftData& data, const Json& traje
 }
 
 Json StepLog::to_json() const {
-  return Json{{"step", step},     {"loss", loss},           {"grad_norm", grad_norm},
-              {"lr", lr},         {"tokens", tokens},       {"action_tokens", action_tokens},
-              {"seconds", seconds}, {"tokens_per_s", seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0}};
+  return Json{{"step", step},           {"loss", loss},
+              {"grad_norm", grad_norm}, {"lr", lr},
+              {"tokens", tokens},       {"action_tokens", action_tokens},
+              {"seconds", seconds},     {"tokens_per_s", seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0}};
 }
 
 double warmup_lr(double lr, int64_t warmup, int64_t step) {
@@ -130,9 +133,15 @@ std::string checkpoint_name(int64_t step) {
 
 // What must match for a resumed run to continue the same run.
 Json run_identity(const TrainOptions& o, size_t sequences) {
-  return Json{{"seed", o.seed}, {"batch", o.batch}, {"lr", o.lr}, {"warmup", o.warmup},
-              {"max_grad_norm", o.max_grad_norm}, {"weight_decay", o.adamw.weight_decay},
-              {"beta1", o.adamw.beta1}, {"beta2", o.adamw.beta2}, {"sequences", sequences}};
+  return Json{{"seed", o.seed},
+              {"batch", o.batch},
+              {"lr", o.lr},
+              {"warmup", o.warmup},
+              {"max_grad_norm", o.max_grad_norm},
+              {"weight_decay", o.adamw.weight_decay},
+              {"beta1", o.adamw.beta1},
+              {"beta2", o.adamw.beta2},
+              {"sequences", sequences}};
 }
 
 // The newest checkpoint directory with a trainer_state.json (written last, so the directory is complete).
@@ -312,8 +321,8 @@ std::expected<TrainResult, std::string> train_rft(const TrainOptions& o, const s
     entry.action_tokens = action_tokens;
     // Each micro-batch adds its share of the update's token mean: the sum of its NLL over all action tokens.
     for (size_t first = 0; first < which.size(); first += static_cast<size_t>(o.micro_batch)) {
-      const std::vector<size_t> part(which.begin() + first,
-                                     which.begin() + std::min(which.size(), first + static_cast<size_t>(o.micro_batch)));
+      const std::vector<size_t> part(
+          which.begin() + first, which.begin() + std::min(which.size(), first + static_cast<size_t>(o.micro_batch)));
       const Batch b = make_batch(data, part);
       const at::Tensor logits = model->forward(b.ids, b.positions, b.key_mask);
       const at::Tensor loss = -(token_logprobs(logits, b.ids) * b.mask).sum() / static_cast<double>(action_tokens);

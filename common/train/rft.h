@@ -38,8 +38,9 @@ struct RftData {
 
 /// Counts `trajectory` as dropped (rft_rejection) or tokenizes it into data.kept. Errors: what tokenize_trajectory
 /// says of a record that should have been kept.
-std::expected<void, std::string> add_rft_record(RftData& data, const Json& trajectory, const model::Tokenizer& tokenizer,
-                                                const RftFilter& filter, int64_t max_context);
+std::expected<void, std::string> add_rft_record(RftData& data, const Json& trajectory,
+                                                const model::Tokenizer& tokenizer, const RftFilter& filter,
+                                                int64_t max_context);
 
 struct TrainOptions {
   std::filesystem::path model;  // the starting checkpoint
@@ -48,7 +49,7 @@ struct TrainOptions {
   int64_t batch = 8;            // sequences per update
   int64_t micro_batch = 2;      // sequences per forward/backward (gradient accumulation: batch / micro_batch)
   double lr = 1e-5;
-  int64_t warmup = 10;          // linear warm-up of the learning rate over this many updates
+  int64_t warmup = 10;  // linear warm-up of the learning rate over this many updates
   double max_grad_norm = 1.0;
   AdamWOptions adamw;
   int64_t checkpoint_every = 50;

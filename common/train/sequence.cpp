@@ -4,10 +4,11 @@
 #include <algorithm>
 #include <string>
 
-
 namespace ca::train {
 
-int64_t Sequence::action_tokens() const { return std::count(mask.begin(), mask.end(), uint8_t{1}); }
+int64_t Sequence::action_tokens() const {
+  return std::count(mask.begin(), mask.end(), uint8_t{1});
+}
 
 namespace {
 
@@ -45,8 +46,8 @@ std::expected<std::string, std::string> calls_text(const Json& calls, size_t ind
     if (!fn.contains("name") || !fn["name"].is_string()) {
       return std::unexpected("messages[" + std::to_string(index) + "]: a tool call without a name");
     }
-    const std::string args = fn.contains("arguments") && fn["arguments"].is_string() ? fn["arguments"].get<std::string>()
-                                                                                       : "{}";
+    const std::string args =
+        fn.contains("arguments") && fn["arguments"].is_string() ? fn["arguments"].get<std::string>() : "{}";
     out += "\n<tool_call>\n{\"name\": " + fn["name"].dump() + ", \"arguments\": " + args + "}\n</tool_call>";
   }
   return out;
@@ -59,7 +60,8 @@ std::expected<std::vector<Segment>, std::string> chatml_segments(const Json& tra
     return std::unexpected("no messages array");
   }
   const Json& messages = trajectory["messages"];
-  const Json tools = trajectory.contains("tools") && trajectory["tools"].is_array() ? trajectory["tools"] : Json::array();
+  const Json tools =
+      trajectory.contains("tools") && trajectory["tools"].is_array() ? trajectory["tools"] : Json::array();
   std::vector<Segment> out;
   auto prompt = [&](std::string text) {
     if (!out.empty() && !out.back().action) {
@@ -80,7 +82,7 @@ std::expected<std::vector<Segment>, std::string> chatml_segments(const Json& tra
       prompt("<|im_start|>" + role + "\n" + content + extra + "<|im_end|>\n");
     } else if (role == "assistant") {
       auto calls = m.contains("tool_calls") && m["tool_calls"].is_array() ? calls_text(m["tool_calls"], i)
-                                                                           : std::expected<std::string, std::string>("");
+                                                                          : std::expected<std::string, std::string>("");
       if (!calls) {
         return std::unexpected(calls.error());
       }
@@ -90,7 +92,8 @@ std::expected<std::vector<Segment>, std::string> chatml_segments(const Json& tra
     } else if (role == "tool") {
       prompt("<|im_start|>user\n<tool_response>\n" + content + "\n</tool_response><|im_end|>\n");
     } else {
-      return std::unexpected("messages[" + std::to_string(i) + "]: unknown role '" + role + "' (system, user, assistant, tool)");
+      return std::unexpected("messages[" + std::to_string(i) + "]: unknown role '" + role +
+                             "' (system, user, assistant, tool)");
     }
   }
   return out;
@@ -98,8 +101,8 @@ std::expected<std::vector<Segment>, std::string> chatml_segments(const Json& tra
 
 std::expected<Sequence, std::string> tokenize_trajectory(const Json& trajectory, const model::Tokenizer& tokenizer,
                                                          int64_t max_tokens) {
-  if (!trajectory.contains("reward") || !trajectory["reward"].is_object() ||
-      !trajectory["reward"].contains("value") || !trajectory["reward"]["value"].is_number()) {
+  if (!trajectory.contains("reward") || !trajectory["reward"].is_object() || !trajectory["reward"].contains("value") ||
+      !trajectory["reward"]["value"].is_number()) {
     return std::unexpected("no reward.value");
   }
   auto segments = chatml_segments(trajectory);

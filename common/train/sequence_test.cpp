@@ -21,16 +21,25 @@ model::Tokenizer byte_tokenizer() {
     }
     vocab[utf8] = b;
   }
-  nlohmann::json j = {
-      {"added_tokens",
-       {{{"id", 256}, {"content", "<|im_start|>"}, {"special", true}, {"lstrip", false}, {"rstrip", false},
-         {"normalized", false}, {"single_word", false}},
-        {{"id", 257}, {"content", "<|im_end|>"}, {"special", true}, {"lstrip", false}, {"rstrip", false},
-         {"normalized", false}, {"single_word", false}}}},
-      {"normalizer", nullptr},
-      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
-      {"decoder", {{"type", "ByteLevel"}}},
-      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}}};
+  nlohmann::json j = {{"added_tokens",
+                       {{{"id", 256},
+                         {"content", "<|im_start|>"},
+                         {"special", true},
+                         {"lstrip", false},
+                         {"rstrip", false},
+                         {"normalized", false},
+                         {"single_word", false}},
+                        {{"id", 257},
+                         {"content", "<|im_end|>"},
+                         {"special", true},
+                         {"lstrip", false},
+                         {"rstrip", false},
+                         {"normalized", false},
+                         {"single_word", false}}}},
+                      {"normalizer", nullptr},
+                      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}}},
+                      {"decoder", {{"type", "ByteLevel"}}},
+                      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}}};
   auto tok = model::Tokenizer::from_json(j, "bytes");
   EXPECT_TRUE(tok) << tok.error();
   return std::move(*tok);
@@ -103,11 +112,12 @@ TEST(SequenceTest, RejectsRecordsWithoutRewardOrAssistantOrWithUnknownRoles) {
 
 TEST(SequenceTest, TurnByTurnTokensMustEqualWholeConversationTokens) {
   // A tokenizer whose merge spans a segment boundary gives other ids turn by turn than for the whole text.
-  nlohmann::json j = {{"added_tokens", nlohmann::json::array()},
-                      {"normalizer", nullptr},
-                      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}},
-                      {"decoder", {{"type", "ByteLevel"}}},
-                      {"model", {{"type", "BPE"}, {"vocab", nlohmann::json::object()}, {"merges", nlohmann::json::array()}}}};
+  nlohmann::json j = {
+      {"added_tokens", nlohmann::json::array()},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}},
+      {"decoder", {{"type", "ByteLevel"}}},
+      {"model", {{"type", "BPE"}, {"vocab", nlohmann::json::object()}, {"merges", nlohmann::json::array()}}}};
   // Every byte of the ChatML text, and a merge of ">" + "\n" (>Ċ) that spans the end of an action segment
   // ("<|im_end|>") and the start of the prompt after it ("\n").
   const std::string text = "<|im_start|>\nsystemuwrteaoknd_clvf{}\":,sPAS/ -";

@@ -91,7 +91,8 @@ std::optional<ExitCode> ToolCli::parse(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::string message = lowercase_first(e.what());
     // Unknown words end up as extras, or leave a required subcommand missing.
-    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr || dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr ||
+        dynamic_cast<const CLI::RequiredError*>(&e) != nullptr) {
       message += suggestion_for(m_app, argc, argv);
     }
     return usage_error(message);

@@ -41,18 +41,20 @@ std::expected<std::string, std::string> string_field(const Json& object, std::st
   return as_string(**field, field_path(path, key));
 }
 
-std::expected<std::vector<int64_t>, std::string> int_list_field(const Json& object, std::string_view key, std::string_view path) {
+std::expected<std::vector<int64_t>, std::string> int_list_field(const Json& object, std::string_view key,
+                                                                std::string_view path) {
   auto field = require_field(object, key, path);
   if (!field) return std::unexpected(field.error());
   return as_int_list(**field, field_path(path, key));
 }
 
-std::expected<void, std::string> check_known_fields(const Json& object, const std::vector<std::string>& known, std::string_view path) {
+std::expected<void, std::string> check_known_fields(const Json& object, const std::vector<std::string>& known,
+                                                    std::string_view path) {
   if (!object.is_object()) return std::unexpected(expected_got(path, "an object", object));
   for (auto it = object.begin(); it != object.end(); ++it) {
     if (std::find(known.begin(), known.end(), it.key()) == known.end()) {
-      return std::unexpected(field_path(path, it.key()) + ": unknown field" + did_you_mean(it.key(), known) + " (fields: " +
-                             quoted_list(known) + ")");
+      return std::unexpected(field_path(path, it.key()) + ": unknown field" + did_you_mean(it.key(), known) +
+                             " (fields: " + quoted_list(known) + ")");
     }
   }
   return {};

@@ -25,11 +25,13 @@ std::expected<const Json*, std::string> require_field(const Json& object, std::s
 
 /// object[key] as a string / list of integers, with require_field's errors.
 std::expected<std::string, std::string> string_field(const Json& object, std::string_view key, std::string_view path);
-std::expected<std::vector<int64_t>, std::string> int_list_field(const Json& object, std::string_view key, std::string_view path);
+std::expected<std::vector<int64_t>, std::string> int_list_field(const Json& object, std::string_view key,
+                                                                std::string_view path);
 
 /// Fails on a key of `object` not in `known`, naming the nearest known one: a
 /// misspelled optional key must not fall back to its default silently.
-std::expected<void, std::string> check_known_fields(const Json& object, const std::vector<std::string>& known, std::string_view path);
+std::expected<void, std::string> check_known_fields(const Json& object, const std::vector<std::string>& known,
+                                                    std::string_view path);
 
 std::expected<std::string, std::string> as_string(const Json& value, std::string_view path);
 std::expected<int64_t, std::string> as_int(const Json& value, std::string_view path);

@@ -161,5 +161,4 @@ std::expected<void, std::string> JsonlWriter::commit() {
   return {};
 }
 
-
 }  // namespace ca

@@ -82,5 +82,4 @@ class JsonlWriter {
   bool m_reader_gone = false;  // stdout's reader closed the pipe
 };
 
-
 }  // namespace ca

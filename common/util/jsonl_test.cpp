@@ -111,7 +111,8 @@ TEST(JsonlWriterTest, UncommittedOutputLeavesNoFile) {
 TEST(JsonFieldTest, ErrorsNameThePath) {
   Json object = Json::parse(R"({"op": 3, "shape": [1, "x"]})");
   EXPECT_EQ(require_field(object, "name", "program.nodes[2]").error(), "program.nodes[2].name: missing field");
-  EXPECT_EQ(as_string(object["op"], "program.nodes[2].op").error(), "program.nodes[2].op: expected a string, got number");
+  EXPECT_EQ(as_string(object["op"], "program.nodes[2].op").error(),
+            "program.nodes[2].op: expected a string, got number");
   EXPECT_EQ(as_int_list(object["shape"], "s").error(), "s[1]: expected an integer, got string");
 }
 

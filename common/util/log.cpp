@@ -27,18 +27,32 @@ void emit(std::string_view kind, std::string_view where, std::string_view what) 
 
 }  // namespace
 
-void set_tool_name(std::string_view name) { g_tool = name; }
-std::string_view tool_name() { return g_tool; }
-void set_log_level(LogLevel level) { g_level = level; }
-LogLevel log_level() { return g_level; }
+void set_tool_name(std::string_view name) {
+  g_tool = name;
+}
+std::string_view tool_name() {
+  return g_tool;
+}
+void set_log_level(LogLevel level) {
+  g_level = level;
+}
+LogLevel log_level() {
+  return g_level;
+}
 
-void error(std::string_view where, std::string_view what) { emit("error", where, what); }
-void error(std::string_view what) { emit("error", "", what); }
+void error(std::string_view where, std::string_view what) {
+  emit("error", where, what);
+}
+void error(std::string_view what) {
+  emit("error", "", what);
+}
 
 void warning(std::string_view where, std::string_view what) {
   if (g_level != LogLevel::quiet) emit("warning", where, what);
 }
-void warning(std::string_view what) { warning("", what); }
+void warning(std::string_view what) {
+  warning("", what);
+}
 
 void note(std::string_view what) {
   if (g_level != LogLevel::quiet) emit("note", "", what);

@@ -1,7 +1,7 @@
 #include "util/progress.h"
 
-#include <cstdio>
 #include <unistd.h>
+#include <cstdio>
 
 #include "util/log.h"
 

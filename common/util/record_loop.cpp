@@ -54,11 +54,12 @@ ExitCode visit_records(const std::vector<std::string>& inputs, OnBadRecord on_ba
 ExitCode transform_records(const std::vector<std::string>& inputs, JsonlWriter& writer, OnBadRecord on_bad,
                            const Transform& transform, unsigned jobs) {
   if (jobs <= 1) {
-    return visit_records(inputs, on_bad, [&](const Record& record) -> std::expected<std::optional<ExitCode>, std::string> {
-      auto out = transform(record.value);
-      if (!out) return std::unexpected(out.error());
-      return emit(writer, *out);
-    });
+    return visit_records(inputs, on_bad,
+                         [&](const Record& record) -> std::expected<std::optional<ExitCode>, std::string> {
+                           auto out = transform(record.value);
+                           if (!out) return std::unexpected(out.error());
+                           return emit(writer, *out);
+                         });
   }
   // Records in flight, oldest first; the oldest is finished (reported or written) before a new one starts once
   // `jobs` are running, so output order is input order and memory stays bounded.
@@ -91,16 +92,17 @@ ExitCode transform_records(const std::vector<std::string>& inputs, JsonlWriter& 
     }
     return end;
   };
-  ExitCode result = visit_records(inputs, on_bad, [&](const Record& record) -> std::expected<std::optional<ExitCode>, std::string> {
-    if (pending.size() >= jobs) {
-      if (auto code = finish_oldest()) return *drain(code);
-    }
-    // An exception is the record's failure (exception_as_error), not rethrown by get() to end the whole run.
-    pending.push_back({record.where(), std::async(std::launch::async, [&transform, value = record.value] {
-                         return exception_as_error<Json>([&] { return transform(value); });
-                       })});
-    return std::nullopt;
-  });
+  ExitCode result =
+      visit_records(inputs, on_bad, [&](const Record& record) -> std::expected<std::optional<ExitCode>, std::string> {
+        if (pending.size() >= jobs) {
+          if (auto code = finish_oldest()) return *drain(code);
+        }
+        // An exception is the record's failure (exception_as_error), not rethrown by get() to end the whole run.
+        pending.push_back({record.where(), std::async(std::launch::async, [&transform, value = record.value] {
+                             return exception_as_error<Json>([&] { return transform(value); });
+                           })});
+        return std::nullopt;
+      });
   std::optional<ExitCode> end = drain(std::nullopt);
   if (result != ExitCode::ok && result != ExitCode::some_failed) return result;
   if (end) return *end;

@@ -1,11 +1,11 @@
 #include "util/record_loop.h"
 
 #include <atomic>
-#include <csignal>
 #include <condition_variable>
+#include <csignal>
 #include <filesystem>
-#include <mutex>
 #include <fstream>
+#include <mutex>
 
 #include <gtest/gtest.h>
 
@@ -86,7 +86,8 @@ TEST_F(LoopFixture, ParallelJobsOverlapUpToTheirNumber) {
   // Each record waits until a second one runs beside it (or a timeout, so a sequential loop fails instead of hanging).
   Transform overlapping = [&](const Json& record) -> std::expected<Json, std::string> {
     int now = ++running;
-    for (int seen = most; seen < now && !most.compare_exchange_weak(seen, now);) {}
+    for (int seen = most; seen < now && !most.compare_exchange_weak(seen, now);) {
+    }
     {
       std::unique_lock lock(mutex);
       two_running.notify_all();
@@ -122,7 +123,8 @@ TEST_F(LoopFixture, RecordFailingOnASignalEndsTheRunInterrupted) {
 TEST_F(LoopFixture, MissingInputIsNoInput) {
   auto writer = JsonlWriter::open(output);
   ASSERT_TRUE(writer);
-  EXPECT_EQ(transform_records({(dir / "missing.jsonl").string()}, *writer, OnBadRecord::skip, doubled), ExitCode::no_input);
+  EXPECT_EQ(transform_records({(dir / "missing.jsonl").string()}, *writer, OnBadRecord::skip, doubled),
+            ExitCode::no_input);
 }
 
 }  // namespace

@@ -6,9 +6,13 @@ namespace ca {
 
 std::optional<ExitCode> emit(JsonlWriter& writer, const Json& record) {
   switch (writer.write(record)) {
-    case JsonlWriter::Status::ok: return std::nullopt;
-    case JsonlWriter::Status::broken_pipe: return ExitCode::ok;
-    case JsonlWriter::Status::io_error: error("writing output failed"); return ExitCode::io_error;
+    case JsonlWriter::Status::ok:
+      return std::nullopt;
+    case JsonlWriter::Status::broken_pipe:
+      return ExitCode::ok;
+    case JsonlWriter::Status::io_error:
+      error("writing output failed");
+      return ExitCode::io_error;
   }
   return ExitCode::io_error;
 }

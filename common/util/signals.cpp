@@ -8,7 +8,9 @@ namespace {
 
 std::atomic<bool> g_interrupted{false};
 
-extern "C" void on_interrupt(int) { g_interrupted.store(true); }
+extern "C" void on_interrupt(int) {
+  g_interrupted.store(true);
+}
 
 }  // namespace
 
@@ -21,6 +23,8 @@ void install_interrupt_handlers() {
   std::signal(SIGPIPE, SIG_IGN);
 }
 
-bool interrupted() { return g_interrupted.load(); }
+bool interrupted() {
+  return g_interrupted.load();
+}
 
 }  // namespace ca

@@ -9,7 +9,8 @@ namespace ca {
 
 uint64_t slice_count(uint64_t items, uint64_t items_per_slice) {
   constexpr uint64_t k_max_slices = 16;
-  return std::min<uint64_t>({std::max(1u, std::thread::hardware_concurrency()), k_max_slices, items / items_per_slice + 1});
+  return std::min<uint64_t>(
+      {std::max(1u, std::thread::hardware_concurrency()), k_max_slices, items / items_per_slice + 1});
 }
 
 void run_slices(uint64_t slices, const std::function<void(uint64_t)>& run) {

@@ -15,6 +15,8 @@ TEST(SpellTest, SuggestsNothingForUnrelatedWord) {
   EXPECT_EQ(did_you_mean("xylophone", {"ops"}), "");
 }
 
-TEST(SpellTest, QuotesLists) { EXPECT_EQ(quoted_list({"a", "b"}), "'a', 'b'"); }
+TEST(SpellTest, QuotesLists) {
+  EXPECT_EQ(quoted_list({"a", "b"}), "'a', 'b'");
+}
 
 }  // namespace ca

@@ -1,16 +1,16 @@
 // Subprocesses through posix_spawn, two pipes and poll (see subprocess.h).
 #include "util/subprocess.h"
 
-#include <algorithm>
-#include <cerrno>
-#include <csignal>
-#include <cstring>
 #include <fcntl.h>
-#include <optional>
 #include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <optional>
 #include <utility>
 
 #include "util/signals.h"
@@ -63,14 +63,17 @@ struct SpawnSetup {
   }
 };
 
-std::string_view name_of(std::string_view entry) { return entry.substr(0, entry.find('=')); }
+std::string_view name_of(std::string_view entry) {
+  return entry.substr(0, entry.find('='));
+}
 
 // The caller's environment with `overrides` applied.
 std::vector<std::string> merged_environment(const std::vector<std::string>& overrides) {
   std::vector<std::string> result;
   for (char** entry = environ; *entry != nullptr; ++entry) {
     std::string_view value = *entry;
-    bool overridden = std::ranges::any_of(overrides, [&](const std::string& o) { return name_of(o) == name_of(value); });
+    bool overridden =
+        std::ranges::any_of(overrides, [&](const std::string& o) { return name_of(o) == name_of(value); });
     if (!overridden) result.emplace_back(value);
   }
   result.insert(result.end(), overrides.begin(), overrides.end());
@@ -164,10 +167,12 @@ std::expected<SubprocessResult, std::string> run_subprocess(const std::vector<st
   if (argv.empty()) return std::unexpected("run_subprocess: no program given");
   int out_pipe[2];
   int err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) return std::unexpected(std::string("cannot create pipe: ") + std::strerror(errno));
+  if (pipe2(out_pipe, O_CLOEXEC) != 0)
+    return std::unexpected(std::string("cannot create pipe: ") + std::strerror(errno));
   Fd out_read(out_pipe[0]);
   Fd out_write(out_pipe[1]);
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) return std::unexpected(std::string("cannot create pipe: ") + std::strerror(errno));
+  if (pipe2(err_pipe, O_CLOEXEC) != 0)
+    return std::unexpected(std::string("cannot create pipe: ") + std::strerror(errno));
   Fd err_read(err_pipe[0]);
   Fd err_write(err_pipe[1]);
 

@@ -1,18 +1,20 @@
 // Tests for run_subprocess: output capture, exit status, signals, timeouts.
 #include "util/subprocess.h"
 
+#include <unistd.h>
 #include <csignal>
 #include <fstream>
 #include <iterator>
 #include <string>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
 namespace ca {
 namespace {
 
-std::vector<std::string> shell(const std::string& script) { return {"/bin/sh", "-c", script}; }
+std::vector<std::string> shell(const std::string& script) {
+  return {"/bin/sh", "-c", script};
+}
 
 // False for a process that is gone or a zombie waiting for a parent that may never reap it.
 bool is_running(pid_t pid) {

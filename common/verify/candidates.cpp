@@ -7,11 +7,11 @@
 
 #include "util/atomic_file.h"
 #include "util/cli.h"
+#include "util/json_field.h"
 #include "util/log.h"
 #include "util/record_loop.h"
 #include "util/record_output.h"
 #include "util/signals.h"
-#include "util/json_field.h"
 
 namespace ca {
 
@@ -34,7 +34,8 @@ std::expected<Json, std::string> task_of(const Json& candidate, const std::map<s
   auto id = string_field(candidate, "task_id", "");
   if (!id) return std::unexpected(id.error());
   auto it = tasks.find(*id);
-  if (it == tasks.end()) return std::unexpected("task_id: no task '" + *id + "' (give the tasks with --tasks, or embed a task field)");
+  if (it == tasks.end())
+    return std::unexpected("task_id: no task '" + *id + "' (give the tasks with --tasks, or embed a task field)");
   return it->second;
 }
 
@@ -47,7 +48,8 @@ std::expected<Json, std::string> workspace_candidate(const std::string& dir, con
   if (!task->is_object()) return std::unexpected(dir + "/task.json: expected a JSON object");
   Json files = Json::object();
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(fs::path(dir) / "kernels", ec); !ec && it != fs::recursive_directory_iterator(); ++it) {
+  for (auto it = fs::recursive_directory_iterator(fs::path(dir) / "kernels", ec);
+       !ec && it != fs::recursive_directory_iterator(); ++it) {
     // The agent writes kernels/; a symlink there could make this trusted
     // process read any file on the host.
     if (it->is_symlink()) return std::unexpected(it->path().string() + ": symbolic links are not allowed in kernels/");
@@ -57,13 +59,18 @@ std::expected<Json, std::string> workspace_candidate(const std::string& dir, con
     files[fs::relative(it->path(), dir).string()] = *text;
   }
   if (files.empty()) return std::unexpected(dir + "/kernels: no kernel files yet");
-  return Json{{"kind", "candidate"}, {"task_id", task->value("id", "")}, {"task", *task}, {"backend", backend}, {"files", files}};
+  return Json{{"kind", "candidate"},
+              {"task_id", task->value("id", "")},
+              {"task", *task},
+              {"backend", backend},
+              {"files", files}};
 }
 
 std::expected<std::map<std::string, std::string>, std::string> candidate_files(const Json& candidate) {
   auto files = require_field(candidate, "files", "");
   if (!files) return std::unexpected(files.error());
-  if (!(*files)->is_object() || (*files)->empty()) return std::unexpected("files: expected an object of path -> source");
+  if (!(*files)->is_object() || (*files)->empty())
+    return std::unexpected("files: expected an object of path -> source");
   std::map<std::string, std::string> out;
   for (auto it = (*files)->begin(); it != (*files)->end(); ++it) {
     if (!it->is_string()) return std::unexpected(field_path("files", it.key()) + ": expected the file's text");
@@ -82,19 +89,20 @@ ExitCode judge_records(const std::vector<std::string>& inputs, const std::string
   }
   std::vector<std::string> files = inputs.empty() ? std::vector<std::string>{"-"} : inputs;
   return write_records(output, [&](JsonlWriter& writer) {
-    return transform_records(files, writer, fail_fast ? OnBadRecord::stop : OnBadRecord::skip,
-                             [&](const Json& candidate) -> std::expected<Json, std::string> {
-                               auto task = task_of(candidate, tasks);
-                               if (!task) return std::unexpected(task.error());
-                               auto backend = parse_backend(candidate.value("backend", "cpu"));
-                               if (!backend) return std::unexpected("backend: expected \"cpu\" or \"cuda\"");
-                               auto judged = judge(*task, candidate, *backend);
-                               if (!judged) return std::unexpected(judged.error());
-                               Json out = candidate;
-                               out[field] = std::move(*judged);
-                               return out;
-                             },
-                             jobs);
+    return transform_records(
+        files, writer, fail_fast ? OnBadRecord::stop : OnBadRecord::skip,
+        [&](const Json& candidate) -> std::expected<Json, std::string> {
+          auto task = task_of(candidate, tasks);
+          if (!task) return std::unexpected(task.error());
+          auto backend = parse_backend(candidate.value("backend", "cpu"));
+          if (!backend) return std::unexpected("backend: expected \"cpu\" or \"cuda\"");
+          auto judged = judge(*task, candidate, *backend);
+          if (!judged) return std::unexpected(judged.error());
+          Json out = candidate;
+          out[field] = std::move(*judged);
+          return out;
+        },
+        jobs);
   });
 }
 

@@ -2,15 +2,15 @@
 
 #include <map>
 
-#include "verify/candidates.h"
-#include "torch/compare.h"
-#include "torch/interpreter.h"
-#include "torch/task_check.h"
-#include "torch/runner_calls.h"
-#include "torch/tensors.h"
-#include "util/atomic_file.h"
 #include "runner/protocol.h"
 #include "timing/lease.h"
+#include "torch/compare.h"
+#include "torch/interpreter.h"
+#include "torch/runner_calls.h"
+#include "torch/task_check.h"
+#include "torch/tensors.h"
+#include "util/atomic_file.h"
+#include "verify/candidates.h"
 
 namespace ca {
 namespace {
@@ -18,12 +18,17 @@ namespace {
 using Error = std::unexpected<std::string>;
 
 Json verdict(bool ok, std::string stage, std::string message) {
-  return {{"ok", ok}, {"stage", std::move(stage)}, {"message", std::move(message)}, {"trials", Json::array()}, {"checks", Json::object()}};
+  return {{"ok", ok},
+          {"stage", std::move(stage)},
+          {"message", std::move(message)},
+          {"trials", Json::array()},
+          {"checks", Json::object()}};
 }
 
 }  // namespace
 
-std::expected<Json, std::string> verify_candidate(const Json& task, const Json& candidate, const VerifyOptions& options) {
+std::expected<Json, std::string> verify_candidate(const Json& task, const Json& candidate,
+                                                  const VerifyOptions& options) {
   auto task_program = load_task_program(task);
   if (!task_program) return Error(task_program.error());
   Interpreter* interpreter = &task_program->interpreter;
@@ -77,7 +82,8 @@ std::expected<Json, std::string> verify_candidate(const Json& task, const Json& 
     }
     Json entry = {{"seed", seeds[i]}, {"signed_inputs", i % 2 == 1}};
     if (failure.empty()) {
-      auto reference = interpreter->run(make_tensors(calls[i].signed_inputs ? with_signed_inputs(*program) : *program, seeds[i], device));
+      auto reference = interpreter->run(
+          make_tensors(calls[i].signed_inputs ? with_signed_inputs(*program) : *program, seeds[i], device));
       if (!reference) return Error("reference failed on " + trial + ": " + reference.error());
       const std::vector<at::Tensor>& outputs = ran->calls[i].outputs;
       double max_abs = 0, max_rel = 0, rel_l2 = 0;
@@ -126,8 +132,8 @@ std::string agent_report(const Json& verify) {
     if (!checks.contains(step) || !checks[step].get<bool>()) continue;
     report += "[PASS] " + step;
     if (step == "compare") {
-      report += ": " + std::to_string(verify["trials"].size()) + " trials within atol " + verify["tolerance"]["atol"].dump() +
-                ", rtol " + verify["tolerance"]["rtol"].dump();
+      report += ": " + std::to_string(verify["trials"].size()) + " trials within atol " +
+                verify["tolerance"]["atol"].dump() + ", rtol " + verify["tolerance"]["rtol"].dump();
     }
     report += "\n";
   }

@@ -1,4 +1,4 @@
-// ca-verify's judgement of one candidate (DESIGN §6): build it, run it in the
+// ca-verify's judgement of one candidate (docs/EXPLOITS.md): build it, run it in the
 // sandboxed runner on fresh inputs from secret seeds, and compare every output
 // with the reference interpreter's, which never leaves this process. Running
 // holds the device's lease shared, so it waits while ca-profile times there.
@@ -24,7 +24,7 @@ struct VerifyOptions {
   std::optional<uint64_t> seed;  // reproduce a run; by default trial seeds come from std::random_device
   std::string runner;            // path of ca-runner; default: beside this executable
   int num_threads = 1;
-  std::string lock_dir;          // for the device lease; "" = $CA_LOCK_DIR or /tmp
+  std::string lock_dir;  // for the device lease; "" = $CA_LOCK_DIR or /tmp
 };
 
 /// Returns the `verify` object for `candidate` ({files, backend}) against
@@ -32,7 +32,8 @@ struct VerifyOptions {
 /// tolerance}. `stage` names the first failing step: static, compile, load,
 /// run, timeout or compare. Returns an error only when the harness itself
 /// fails (bad task, sandbox unavailable, disk full).
-std::expected<Json, std::string> verify_candidate(const Json& task, const Json& candidate, const VerifyOptions& options);
+std::expected<Json, std::string> verify_candidate(const Json& task, const Json& candidate,
+                                                  const VerifyOptions& options);
 
 /// The verdict as an agent reads it: one [PASS] or [FAIL] line per step and trial.
 std::string agent_report(const Json& verify);

@@ -1,4 +1,4 @@
-/* The kernel ABI (DESIGN §5): the one header candidates build against.
+/* The kernel ABI (docs/ARCHITECTURE.md#contracts): the one header candidates build against.
  *
  * A candidate is a shared library exporting ca_forward. It never links
  * LibTorch. The harness owns every buffer: `inputs` are the task's inputs then
@@ -36,8 +36,8 @@ typedef enum {
 typedef enum { CA_DEVICE_CPU = 0, CA_DEVICE_CUDA = 1 } ca_device;
 
 typedef struct {
-  void* data;             /* host (cpu) or device (cuda) pointer */
-  int32_t dtype;          /* a ca_dtype */
+  void* data;    /* host (cpu) or device (cuda) pointer */
+  int32_t dtype; /* a ca_dtype */
   int32_t ndim;
   const int64_t* shape;   /* ndim sizes */
   const int64_t* strides; /* ndim strides, in elements; tensors are contiguous today */

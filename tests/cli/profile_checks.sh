@@ -15,7 +15,7 @@ expect_code 0
 grep -qE '^Torch Baseline: [0-9.]+ us, Torch Compile: n/a, CUDA Extension: [0-9.]+ us$' "$WORK/stdout" ||
   fail "agent line: $(cat "$WORK/stdout")"
 
-# A time below the speed-of-light floor is not real (EXPLOITS C10): with a
+# A time below the speed-of-light floor is not real (docs/EXPLOITS.md, C10): with a
 # bandwidth of 1 MB/s the floor of relu_rand is seconds.
 relu correct >"$WORK/correct.jsonl"
 run "$CA_BIN/ca-profile" "${fast[@]}" --min-ms 2 --peak-gbps 0.001 "$WORK/correct.jsonl"
@@ -52,13 +52,13 @@ run "$CA_BIN/ca-profile" "${fast[@]}" --min-ms 2 "$WORK/correct.jsonl"
 grep -q samples_us "$WORK/stdout" && fail "samples_us without --samples"
 
 # Timed calls are checked: a candidate right only for its first five calls
-# passes ca-verify's five trials but not ca-profile (EXPLOITS B12).
+# passes ca-verify's five trials but not ca-profile (docs/EXPLOITS.md, B12).
 relu honest_when_checked >"$WORK/honest.jsonl"
 # Round 2 makes 1 + 8 calls whatever the machine's speed: more than the five the candidate is honest for.
 run "$CA_BIN/ca-profile" "${fast[@]}" --min-ms 100000 --max-calls 8 "$WORK/honest.jsonl"
 expect_code 0; expect_stdout '"stage":"compare"'
 
-# The candidate cannot forge the runner's reports of its times (EXPLOITS C4): the forger of the examples, made to
+# The candidate cannot forge the runner's reports of its times (docs/EXPLOITS.md, C4): the forger of the examples, made to
 # forge only after its fifth call, rewrites results.jsonl, which no longer carries any call's report (they come over
 # the runner's pipe, and the time is the trusted side's): it profiles as the honest relu it is.
 relu forges_report | python3 -c '

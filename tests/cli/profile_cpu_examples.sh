@@ -1,6 +1,6 @@
 # The CPU example candidates through `ca-verify | ca-profile | ca-reward`, with
 # the compiled baseline: every verdict and reward is the one EXPECTED names,
-# including the candidate that is honest only while verified (EXPLOITS B12).
+# including the candidate that is honest only while verified (docs/EXPLOITS.md, B12).
 # One thread each: ctest runs two tests at once on a 2-core machine, and OpenMP's
 # two threads on a shared core made the timings (and so the rewards) a lottery.
 . "$(dirname "$0")/lib.bash"

@@ -50,7 +50,7 @@ expect_code 0; expect_stdout wrote
 [ ! -e "/tmp/$marker" ] && [ ! -e "/tmp/$marker.home" ] || fail "a write to the sandbox's /tmp reached the host"
 
 # Reading files outside the workspace.
-for target in /work/shared/DESIGN.md "$CA_SOURCE_DIR/common/torch/interpreter.cpp" "$CA_SOURCE_DIR/CMakeLists.txt" /etc/shadow; do
+for target in "$CA_SOURCE_DIR/README.md" "$CA_SOURCE_DIR/common/torch/interpreter.cpp" "$CA_SOURCE_DIR/CMakeLists.txt" /etc/shadow; do
   ex cat "$target"
   expect_failed "reading $target"; [ ! -s "$WORK/stdout" ] || fail "read $target"
 done

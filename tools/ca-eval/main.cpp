@@ -5,6 +5,7 @@
 #include "eval/run.h"
 #include "util/atomic_file.h"
 #include "util/cli.h"
+#include "util/exceptions.h"
 #include "util/log.h"
 #include "util/record_output.h"
 
@@ -50,7 +51,7 @@ ExitCode write_text(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   ToolCli cli("ca-eval",
               "Evaluate solutions or a policy on a task suite with KernelBench's metrics; report and compare runs.");
   auto& app = cli.app();
@@ -132,4 +133,6 @@ int main(int argc, char** argv) {
   auto b = load_run(compare_b);
   if (!b) return to_int(b.error());
   return to_int(write_text("-", compare_report(*a, *b)));
+} catch (...) {  // LibTorch's and the standard library's exceptions: util/exceptions.h
+  return report_uncaught_exception();
 }

@@ -5,6 +5,7 @@
 
 #include "model/generate_records.h"
 #include "util/cli.h"
+#include "util/exceptions.h"
 #include "util/log.h"
 #include "util/record_loop.h"
 #include "util/record_output.h"
@@ -12,9 +13,10 @@
 using namespace ca;
 using namespace ca::model;
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   ToolCli cli("ca-model", "Run a Llama/Qwen2 checkpoint over JSONL prompts (docs/MODEL.md).");
-  CLI::App* gen = cli.app().add_subcommand("generate", "One completion per record ({\"prompt\": text} or {\"ids\": [...]})");
+  CLI::App* gen =
+      cli.app().add_subcommand("generate", "One completion per record ({\"prompt\": text} or {\"ids\": [...]})");
   cli.app().require_subcommand(1);
   std::string model_dir, device = "cpu", dtype = "float32", output = "-";
   std::vector<std::string> inputs = {"-"};
@@ -22,15 +24,24 @@ int main(int argc, char** argv) {
   int64_t batch = 8;
   bool no_stop = false, fail_fast = false;
   gen->add_option("FILE", inputs, "Prompt JSONL files, - for stdin")->capture_default_str();
-  gen->add_option("-m,--model", model_dir, "Checkpoint directory (config.json, safetensors, tokenizer.json)")->required();
+  gen->add_option("-m,--model", model_dir, "Checkpoint directory (config.json, safetensors, tokenizer.json)")
+      ->required();
   gen->add_option("-o,--output", output, "Output file, - for stdout")->capture_default_str();
   gen->add_option("--device", device, "cpu, cuda or cuda:N")->capture_default_str();
   gen->add_option("--dtype", dtype, "float32 or bfloat16")->capture_default_str();
   gen->add_option("--batch", batch, "Records generated together")->capture_default_str()->check(CLI::PositiveNumber);
-  gen->add_option("--max-tokens", sampling.max_tokens, "Tokens per completion at most")->capture_default_str()->check(CLI::PositiveNumber);
-  gen->add_option("--temperature", sampling.temperature, "Sampling temperature; 0 is greedy")->capture_default_str()->check(CLI::NonNegativeNumber);
-  gen->add_option("--top-p", sampling.top_p, "Nucleus sampling mass")->capture_default_str()->check(CLI::Range(0.0, 1.0));
-  gen->add_option("--top-k", sampling.top_k, "Most likely tokens kept; 0 keeps all")->capture_default_str()->check(CLI::NonNegativeNumber);
+  gen->add_option("--max-tokens", sampling.max_tokens, "Tokens per completion at most")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  gen->add_option("--temperature", sampling.temperature, "Sampling temperature; 0 is greedy")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  gen->add_option("--top-p", sampling.top_p, "Nucleus sampling mass")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  gen->add_option("--top-k", sampling.top_k, "Most likely tokens kept; 0 keeps all")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   gen->add_flag("--no-stop", no_stop, "Do not stop at the model's end-of-turn tokens");
   gen->add_flag("--fail-fast", fail_fast, "Stop at the first bad record");
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
@@ -81,9 +92,11 @@ int main(int argc, char** argv) {
       if (*last) return **last;
     }
     char summary[128];
-    std::snprintf(summary, sizeof summary, "generated %lld tokens in %.3f s (%.2f tokens/s)", static_cast<long long>(tokens),
-                  seconds, seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0);
+    std::snprintf(summary, sizeof summary, "generated %lld tokens in %.3f s (%.2f tokens/s)",
+                  static_cast<long long>(tokens), seconds, seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0);
     note(summary);
     return code;
   }));
+} catch (...) {  // LibTorch's and the standard library's exceptions: util/exceptions.h
+  return report_uncaught_exception();
 }

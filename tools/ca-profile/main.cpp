@@ -8,7 +8,7 @@
 using namespace ca;
 
 int main(int argc, char** argv) try {
-  ToolCli cli("ca-profile", "Time candidate kernels against eager and torch.compile baselines (DESIGN §7).");
+  ToolCli cli("ca-profile", "Time candidate kernels against eager and torch.compile baselines (docs/TIMING.md).");
   std::vector<std::string> inputs;
   std::string output = "-";
   CandidateSources sources;

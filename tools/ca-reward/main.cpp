@@ -8,7 +8,8 @@
 using namespace ca;
 
 int main(int argc, char** argv) try {
-  ToolCli cli("ca-reward", "Add the reward (DESIGN §8) to candidate records that carry verify and profile results.");
+  ToolCli cli("ca-reward",
+              "Add the reward (docs/RECORDS.md#reward) to candidate records that carry verify and profile results.");
   std::vector<std::string> inputs = {"-"};
   std::string output = "-";
   std::string rule_name = "paper";

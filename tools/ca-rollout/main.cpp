@@ -1,9 +1,10 @@
 // ca-rollout: run a policy as an agent on task records, one episode per task
-// and sample, and write a trajectory record for each (DESIGN §9).
+// and sample, and write a trajectory record for each (docs/TRAJECTORY.md).
 #include <filesystem>
 
 #include "rollout/rollout.h"
 #include "util/cli.h"
+#include "util/exceptions.h"
 #include "util/log.h"
 #include "util/signals.h"
 
@@ -19,8 +20,9 @@ std::string own_directory() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  ToolCli cli("ca-rollout", "Run a policy as an agent on tasks and write one trajectory record per episode (DESIGN §9).");
+int main(int argc, char** argv) try {
+  ToolCli cli("ca-rollout",
+              "Run a policy as an agent on tasks and write one trajectory record per episode (docs/TRAJECTORY.md).");
   cli.default_jobs(1, "Episodes run at once (GPU work still queues on the device lease)");
   RolloutOptions options;
   std::vector<std::string> tasks_flag;
@@ -30,30 +32,57 @@ int main(int argc, char** argv) {
   app.add_option("FILE", options.task_files, "Task JSONL files, - for stdin");
   app.add_option("--tasks", tasks_flag, "Task JSONL file (the same as FILE)");
   app.add_option("--policy", options.policy_spec, "openai:URL, replay:FILE, builtin or local:CKPT")->required();
-  app.add_option("-o,--output", options.output, "Trajectory JSONL file (a journal: appended per episode), - for stdout")->capture_default_str();
+  app.add_option("-o,--output", options.output, "Trajectory JSONL file (a journal: appended per episode), - for stdout")
+      ->capture_default_str();
   app.add_option("--samples", options.samples, "Episodes per task")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--shard", shard, "Run only shard I of N (tasks split by a hash of their id)")->capture_default_str();
   app.add_flag("--resume", options.resume, "Continue the run in --output: skip the (task, sample) pairs it holds");
-  app.add_option("--backend", options.episode.tools.backend, "Workspace backend: cpu or cuda")->capture_default_str()->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--backend", options.episode.tools.backend, "Workspace backend: cpu or cuda")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--workdir", options.episode.work_dir, "Directory for the workspaces (default: a temporary one)");
-  app.add_flag("--keep-workspaces", options.episode.keep_workspace, "Leave each episode's workspace and judge files in --workdir");
-  app.add_option("--max-turns", options.episode.limits.max_turns, "Policy turns per episode")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--max-context-tokens", options.episode.limits.max_context_tokens, "Tokens of conversation before the episode ends")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--max-wall", options.episode.limits.max_wall_s, "Seconds of an episode before the final judgement")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--bash-timeout", options.episode.tools.bash_timeout_s, "Seconds of one bash call in the sandbox")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--output-budget", options.episode.tools.output_budget, "Characters of one tool result (the middle is cut)")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_flag("--keep-workspaces", options.episode.keep_workspace,
+               "Leave each episode's workspace and judge files in --workdir");
+  app.add_option("--max-turns", options.episode.limits.max_turns, "Policy turns per episode")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-context-tokens", options.episode.limits.max_context_tokens,
+                 "Tokens of conversation before the episode ends")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-wall", options.episode.limits.max_wall_s, "Seconds of an episode before the final judgement")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--bash-timeout", options.episode.tools.bash_timeout_s, "Seconds of one bash call in the sandbox")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--output-budget", options.episode.tools.output_budget,
+                 "Characters of one tool result (the middle is cut)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   app.add_flag("--no-compile", no_compile, "Profile without the torch.compile baseline (rewards at most 2)");
-  app.add_flag("--no-final-profile", no_final_profile, "Final judgement without ca-profile (rewards at most 1; for plumbing tests)");
+  app.add_flag("--no-final-profile", no_final_profile,
+               "Final judgement without ca-profile (rewards at most 1; for plumbing tests)");
   app.add_option("--model", options.policy.model, "openai: the model name of each request");
   app.add_option("--temperature", options.policy.temperature, "openai: sampling temperature")->capture_default_str();
   app.add_option("--top-p", options.policy.top_p, "openai: nucleus sampling top_p")->capture_default_str();
-  app.add_option("--max-tokens", options.policy.max_tokens, "openai: completion tokens per turn")->capture_default_str();
+  app.add_option("--max-tokens", options.policy.max_tokens, "openai: completion tokens per turn")
+      ->capture_default_str();
   app.add_flag("--logprobs", options.policy.logprobs, "openai: ask for logprobs and token ids");
-  app.add_option("--api-key-env", options.policy.api_key_env, "openai: environment variable holding the API key")->capture_default_str();
-  app.add_option("--request-timeout", options.policy.request_timeout_s, "openai: seconds of one request")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--retries", options.policy.retries, "openai: further attempts on 429, 5xx, resets and timeouts")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--backoff", options.policy.backoff_s, "openai: seconds before the first retry (doubling)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--builtin-variants", options.policy.builtin_variants, "builtin: kernel variants to try")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--api-key-env", options.policy.api_key_env, "openai: environment variable holding the API key")
+      ->capture_default_str();
+  app.add_option("--request-timeout", options.policy.request_timeout_s, "openai: seconds of one request")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--retries", options.policy.retries, "openai: further attempts on 429, 5xx, resets and timeouts")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--backoff", options.policy.backoff_s, "openai: seconds before the first retry (doubling)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--builtin-variants", options.policy.builtin_variants, "builtin: kernel variants to try")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
 
   options.task_files.insert(options.task_files.end(), tasks_flag.begin(), tasks_flag.end());
@@ -70,4 +99,6 @@ int main(int argc, char** argv) {
   options.episode.judge = {own_directory(), options.episode.tools.backend, !no_final_profile, !no_compile};
   install_interrupt_handlers();
   return to_int(run_rollout(options));
+} catch (...) {  // LibTorch's and the standard library's exceptions: util/exceptions.h
+  return report_uncaught_exception();
 }

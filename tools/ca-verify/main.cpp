@@ -8,7 +8,8 @@
 using namespace ca;
 
 int main(int argc, char** argv) try {
-  ToolCli cli("ca-verify", "Check candidate kernels against their task's reference on fresh inputs (DESIGN §6).");
+  ToolCli cli("ca-verify",
+              "Check candidate kernels against their task's reference on fresh inputs (docs/EXPLOITS.md).");
   std::vector<std::string> inputs;
   std::string output = "-";
   CandidateSources sources;
