@@ -4,7 +4,7 @@
 # Debian does not ship; without nvcc the cuda backend is unavailable.
 set -euo pipefail
 
-packages=(cmake ninja-build g++ pkg-config libcli11-dev nlohmann-json3-dev libarchive-dev bubblewrap
+packages=(cmake ninja-build g++ pkg-config clang-format libcli11-dev nlohmann-json3-dev libarchive-dev bubblewrap
           libgtest-dev libcurl4-openssl-dev ca-certificates)
 python3 -c 'import venv, ensurepip' 2>/dev/null || packages+=(python3-venv)
 
