@@ -61,7 +61,8 @@ mkdir -p "$out/eval"
 $bin/ca-eval -j 2 run --suite "$out/suite.jsonl" --policy builtin --no-compile -o "$out/eval/results.jsonl" \
   2>"$out/eval/eval.log" || true
 $bin/ca-eval report "$out/eval/results.jsonl" -o "$out/eval" 2>>"$out/eval/eval.log"
-sed -n '1,/^## /p' "$out/eval/report.md" | grep -v '^## ' | sed 's/^/   /' | head -20
+grep -E '^\| (metric|tasks|passed|pass rate|fast_1.05 vs_eager|geomean speedup vs eager, passing tasks|mean reward) ' \
+  "$out/eval/report.md" | sed 's/^/   /'
 echo "   report: $out/eval/report.html"
 
 cat <<'TXT'
