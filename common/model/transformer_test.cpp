@@ -201,7 +201,9 @@ TEST(ModelReferenceTest, LogitsEqualTransformers) {
       if (dtype == at::kFloat) {
         EXPECT_LE(diff, tolerance) << c;
         EXPECT_EQ(agree, 1.0) << c;
-        if (device.is_cpu()) ASSERT_TRUE(m->save(c / "saved"));  // saving is checked once, on the cpu
+        if (device.is_cpu()) {  // saving is checked once, on the cpu
+          ASSERT_TRUE(m->save(c / "saved"));
+        }
       } else {
         // bfloat16 rounds differently along the way (ATen's kernels here against transformers' there): the
         // distributions must agree, not the bits. The printed numbers are the record.
