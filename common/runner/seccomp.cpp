@@ -2,6 +2,8 @@
 // killed: its system call numbers differ).
 #include "runner/seccomp.h"
 
+#include <cstddef>
+#include <cstdint>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
