@@ -2,8 +2,6 @@
 // killed: its system call numbers differ).
 #include "runner/seccomp.h"
 
-#include <cstddef>
-#include <cstdint>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -13,6 +11,8 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <cstddef>
+#include <cstdint>
 
 #include <cerrno>
 #include <cstddef>
