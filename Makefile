@@ -46,9 +46,11 @@ build: $(BUILD)/build.ninja
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-# The environment's benchmarks on the CPU (bench/run.sh; the GPU script runs them on cuda).
+# The environment's benchmarks on the CPU (bench/run.sh; the GPU script runs them on cuda), then the agent
+# harness's overhead per tool call (bench/tool_calls.sh).
 bench: build
 	bash bench/run.sh cpu
+	bash bench/tool_calls.sh
 
 demo: build
 	bash scripts/demo.sh
