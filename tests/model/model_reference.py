@@ -60,11 +60,12 @@ def batch(tok):
     return ids, mask, pos
 
 
-def logits(model_dir, dtype, ids, mask, pos):
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype).eval()
+def logits(model_dir, dtype, ids, mask, pos, device="cpu"):
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype).to(device).eval()
     with torch.no_grad():
-        out = model(input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), position_ids=torch.tensor(pos))
-    return out.logits.float()
+        out = model(input_ids=torch.tensor(ids, device=device), attention_mask=torch.tensor(mask, device=device),
+                    position_ids=torch.tensor(pos, device=device))
+    return out.logits.float().cpu()
 
 
 def expect(args):
@@ -72,8 +73,8 @@ def expect(args):
     ids, mask, pos = batch(AutoTokenizer.from_pretrained(args.model))
     with open(os.path.join(args.case, "inputs.json"), "w") as f:
         json.dump({"ids": ids, "mask": mask, "positions": pos}, f)
-    save_file({"float32": logits(args.model, torch.float32, ids, mask, pos).contiguous(),
-               "bfloat16": logits(args.model, torch.bfloat16, ids, mask, pos).contiguous()},
+    save_file({"float32": logits(args.model, torch.float32, ids, mask, pos, args.device).contiguous(),
+               "bfloat16": logits(args.model, torch.bfloat16, ids, mask, pos, args.device).contiguous()},
               os.path.join(args.case, "logits.safetensors"))
     print(f"{args.case}: batch {len(ids)} x {len(ids[0])}")
 
@@ -101,6 +102,8 @@ def main():
         s = sub.add_parser(name)
         s.add_argument("model")
         s.add_argument("case")
+        if name == "expect":
+            s.add_argument("--device", default="cpu", help="where transformers computes the expected logits")
     args = p.parse_args()
     {"tiny": tiny, "expect": expect, "check": check}[args.cmd](args)
 
