@@ -197,7 +197,13 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
   Program signed_program = with_signed_inputs(*program);
   Trial b{make_tensors(signed_program, seed + 1, device), {}};
   if (auto ran = run_trial(b, "signed inputs: "); !ran) return eager_error(ran.error());
-  if (Step step = check_zeros_control(a, b, m_options.tolerance)) return reject(*step);
+  // The negative controls are judged on the distribution ca-profile times (the task's own, two seeds): a candidate can
+  // tell it from verification's signed trials by its inputs, and answer with a control only there. For the mean
+  // control the other seed's mean is the constant a candidate could know in advance (for a one-element output its
+  // own value would be the answer itself); outputs of reductions over many iid values pass it (docs/EXPLOITS.md).
+  Trial a_other{make_tensors(*program, seed + 2, device), {}};
+  if (auto ran = run_trial(a_other, "another seed: "); !ran) return eager_error(ran.error());
+  if (Step step = check_zeros_control(a, a_other, m_options.tolerance)) return reject(*step);
   if (Step step = check_not_constant(a, b)) return reject(*step);
 
   std::vector<std::string> unperturbed;
@@ -205,15 +211,7 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
     return reject(*step);
   }
 
-  // The mean control's constant is what a candidate could know in advance: the mean of the output on another seed
-  // of the same distribution (for a one-element output its own value would be the answer itself). Outputs of
-  // reductions over many iid values pass it (docs/EXPLOITS.md, B8).
-  Trial a_other{make_tensors(*program, seed + 2, device), {}};
-  Trial b_other{make_tensors(signed_program, seed + 3, device), {}};
-  for (Trial* trial : {&a_other, &b_other}) {
-    if (auto ran = run_trial(*trial, ""); !ran) return eager_error(ran.error());
-  }
-  if (Step step = check_mean_and_passthrough_controls(*program, a, b, a_other, b_other, m_options.tolerance)) {
+  if (Step step = check_mean_and_passthrough_controls(*program, a, a_other, m_options.tolerance)) {
     return reject(*step);
   }
 

@@ -69,13 +69,36 @@ TEST(Filter, RejectsEachDegenerateKindWithItsReason) {
   EXPECT_EQ(reason_of(filter, task("mean", {node("aten::mul.Scalar", {"%x", 0.001}, "s"),
                                             node("aten::add.Scalar", {"%s", 1000.0}, "y")})),
             "control-mean");
-  // relu(x + 1e-3) on signed and unsigned inputs is x within tolerance... only on [0,1): signed trials expose it,
-  // so it is kept; x * 1.001 is x within rtol on both trials.
+  // x * 1.001 is x within rtol.
   EXPECT_EQ(reason_of(filter, task("passthrough", {node("aten::mul.Scalar", {"%x", 1.001}, "y")})),
             "control-passthrough");
   EXPECT_EQ(reason_of(filter, task("nan", {node("aten::sub.Scalar", {"%x", 2}, "d"), node("aten::log", {"%d"}, "y")})),
             "non-finite");
   EXPECT_EQ(reason_of(filter, task("random", {node("aten::bernoulli.p", {"%x", 0.5}, "y")})), "random-op");
+}
+
+// The controls are judged on the distribution ca-profile times (the task's own inputs), not only where verification's
+// signed trials would also have to pass: a candidate tells the two apart by its inputs.
+TEST(Filter, ControlsThatPassOnlyOnTheTimedDistributionReject) {
+  TaskFilter filter(fast_options());
+  auto wide = [](const char* init) {
+    return Json::array({{{"name", "x"}, {"dtype", "float32"}, {"shape", {64, 4096}}, {"init", init}}});
+  };
+  // Row means of rand inputs are 0.5 within the tolerance; on signed inputs they are about 0 and vary too much.
+  EXPECT_EQ(
+      reason_of(filter, task("row-mean-rand", {node("aten::mean.dim", {"%x", {1}}, "y")}, Json::array(), wide("rand"))),
+      "control-mean");
+  // relu(-x) of rand inputs is all zeros (constant too; the zeros control comes first); of signed inputs it is not.
+  EXPECT_EQ(reason_of(filter, task("relu-neg", {node("aten::neg", {"%x"}, "n"), node("aten::relu", {"%n"}, "y")})),
+            "control-zeros");
+  // relu of rand inputs is the input.
+  EXPECT_EQ(reason_of(filter, task("relu", {node("aten::relu", {"%x"}, "y")})), "control-passthrough");
+  // The honest twins: row means of randn inputs over 64 values, and gelu, which no control matches.
+  auto narrow = Json::array({{{"name", "x"}, {"dtype", "float32"}, {"shape", {64, 64}}, {"init", "randn"}}});
+  EXPECT_EQ(
+      reason_of(filter, task("row-mean-randn", {node("aten::mean.dim", {"%x", {1}}, "y")}, Json::array(), narrow)),
+      "kept");
+  EXPECT_EQ(reason_of(filter, task("gelu", {node("aten::gelu", {"%x"}, "y")})), "kept");
 }
 
 TEST(Filter, DuplicatesNearDuplicatesAndContamination) {

@@ -45,19 +45,21 @@ Step check_random_ops(const Json& meta);
 Step check_deterministic(const Outputs& first, const Outputs& second, uint64_t seed);
 /// non_finite: a floating output holds NaN or Inf.
 Step check_finite(const Outputs& outputs);
-/// control_zeros: an all-zeros output passes verification against both trials.
-Step check_zeros_control(const Trial& a, const Trial& b, const Tolerance& tolerance);
+/// control_zeros: an all-zeros output passes verification on the timed distribution: against both `a` and `a_other`,
+/// two seeds of the task's own inputs (those ca-profile times). A candidate can tell that distribution from its inputs
+/// (verification's signed trials draw from [-1, 1)), so a control that passes there earns the speed of doing nothing.
+Step check_zeros_control(const Trial& a, const Trial& a_other, const Tolerance& tolerance);
 /// degenerate_constant: an output is empty, has all elements equal, or is one element equal across the two trials.
 Step check_not_constant(const Trial& a, const Trial& b);
 /// ignores_input: redrawing one input or param (tensor index i of `a`, by perturbed()) changes no output. Tensors
 /// that cannot vary (integer or bool with a fixed init) are named in `unperturbed` and not checked.
 Step check_uses_every_tensor(const Program& program, const Trial& a, const RunProgram& run, uint64_t seed,
                              const at::Device& device, std::vector<std::string>& unperturbed);
-/// control_mean and control_passthrough: a constant equal to an output's mean on other seeds (`a_other`, `b_other`:
-/// the trials' programs on other seeds), or an input or param of the output's shape and dtype, passes verification
-/// against both trials.
-Step check_mean_and_passthrough_controls(const Program& program, const Trial& a, const Trial& b, const Trial& a_other,
-                                         const Trial& b_other, const Tolerance& tolerance);
+/// control_mean and control_passthrough: on the timed distribution (`a` and `a_other`, two seeds of the task's own
+/// inputs), a constant equal to an output's mean on the other seed, or an input or param of the output's shape and
+/// dtype, passes verification against both.
+Step check_mean_and_passthrough_controls(const Program& program, const Trial& a, const Trial& a_other,
+                                         const Tolerance& tolerance);
 /// The reference's rounding error as verification sees it: `exact` (a float64 run) rounded to `ref`'s dtype, judged
 /// as a candidate against `ref` with the tolerance times `share` (torch/compare.h). Not ok: the output is mostly
 /// rounding noise, and a correct kernel that rounds differently can fail verification.
