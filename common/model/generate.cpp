@@ -171,6 +171,13 @@ std::expected<std::vector<Completion>, std::string> Generator::generate(
     at::Tensor chosen_cpu = chosen.to(at::kCPU);
     const auto* tok = chosen_cpu.data_ptr<int64_t>();
     const auto* lp = chosen_logprob.data_ptr<double>();
+    at::Tensor top_lp, top_id;
+    const int64_t top = std::min<int64_t>(params.top_logprobs, logprobs.size(-1));
+    if (top > 0) {
+      auto [values, indices] = logprobs.topk(top, -1);
+      top_lp = values.to(at::kCPU).to(at::kDouble).contiguous();
+      top_id = indices.to(at::kCPU).contiguous();
+    }
     bool all_done = true;
     for (int64_t b = 0; b < batch; ++b) {
       if (done[static_cast<size_t>(b)]) {
@@ -179,6 +186,13 @@ std::expected<std::vector<Completion>, std::string> Generator::generate(
       Completion& c = out[static_cast<size_t>(b)];
       c.ids.push_back(static_cast<int32_t>(tok[b]));
       c.logprobs.push_back(lp[b]);
+      if (top > 0) {
+        auto& alternatives = c.top_logprobs.emplace_back();
+        for (int64_t k = 0; k < top; ++k) {
+          alternatives.emplace_back(static_cast<int32_t>(top_id.data_ptr<int64_t>()[b * top + k]),
+                                    top_lp.data_ptr<double>()[b * top + k]);
+        }
+      }
       if (std::find(params.stop_ids.begin(), params.stop_ids.end(), tok[b]) != params.stop_ids.end()) {
         c.finish_reason = "stop";
         done[static_cast<size_t>(b)] = true;

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/tokenizer.h"
@@ -23,6 +24,7 @@ struct SamplingParams {
   uint64_t seed = 0;
   int64_t max_tokens = 256;
   std::vector<int32_t> stop_ids;  // ends a sequence (the stop token is kept in ids)
+  int64_t top_logprobs = 0;       // the most likely tokens of each step to return with their logprobs (OpenAI's)
 };
 
 struct Completion {
@@ -31,6 +33,9 @@ struct Completion {
   /// prompt and the completion recomputes it: what on-policy training compares against.
   std::vector<double> logprobs;
   std::string finish_reason;  // "stop" (a stop token) or "length" (max_tokens)
+  /// Per token, when SamplingParams::top_logprobs > 0: that many (id, logprob) of the same distribution, most
+  /// likely first.
+  std::vector<std::vector<std::pair<int32_t, double>>> top_logprobs;
 };
 
 class Generator {

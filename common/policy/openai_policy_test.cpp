@@ -110,7 +110,7 @@ TEST(MakePolicyTest, NamesWhatIsWrongWithASpec) {
   EXPECT_TRUE(make_policy("gpt", options).error().starts_with("unknown policy 'gpt'"));
   EXPECT_TRUE(make_policy("openai:", options).error().starts_with("openai:URL needs"));
   EXPECT_TRUE(make_policy("replay:/no/such/file", options).error().find("/no/such/file") != std::string::npos);
-  EXPECT_TRUE(make_policy("local:ckpt", options).error().find("not in this build yet") != std::string::npos);
+  EXPECT_TRUE(make_policy("local:ckpt", options).error().find("built without the LibTorch model") != std::string::npos);
   EXPECT_TRUE(make_policy("openai:http://127.0.0.1:9/v1", options).has_value());
 }
 

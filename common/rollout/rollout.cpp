@@ -77,8 +77,8 @@ ExitCode run_rollout(const RolloutOptions& options) {
   // The spec is checked before any work, so a typo costs nothing.
   auto make = policy_maker(options.policy_spec, options.policy);
   if (!make) {
-    error("--policy", make.error());
-    return ExitCode::usage;
+    error("--policy", make.error().message);
+    return make.error().code;
   }
   bool some_bad = false;
   auto tasks = load_tasks(options.task_files, some_bad);
@@ -117,9 +117,8 @@ ExitCode run_rollout(const RolloutOptions& options) {
     for (size_t i = next++; i < jobs.size() && !interrupted() && !write_failed; i = next++) {
       const Json& task = *jobs[i].task;
       std::string id = task["id"].get<std::string>();
-      auto policy = make_policy(options.policy_spec, options.policy);
-      Json record =
-          run_episode(task, jobs[i].sample, episode_seed(options.seed, id, jobs[i].sample), **policy, episode);
+      auto policy = (*make)();
+      Json record = run_episode(task, jobs[i].sample, episode_seed(options.seed, id, jobs[i].sample), *policy, episode);
       if (record["end"].value("reason", "") == "interrupted") return;
       if (!record["error"].is_null()) {
         ++with_error;

@@ -49,7 +49,7 @@ run "$CA_BIN/ca-rollout" --policy "replai:x" "$WORK/tasks.jsonl"
 expect_code 64
 expect_stderr "expected openai:URL, replay:FILE, builtin or local:CKPT"
 
-run "$CA_BIN/ca-rollout" --policy "local:ckpt" "$WORK/tasks.jsonl"
-expect_code 64
-expect_stderr "not in this build yet"
+run "$CA_BIN/ca-rollout" --policy "local:$WORK/ckpt" "$WORK/tasks.jsonl"
+expect_code 66
+expect_stderr "local:$WORK/ckpt: "
 finish

@@ -2,6 +2,7 @@
 // and sample, and write a trajectory record for each (docs/TRAJECTORY.md).
 #include <filesystem>
 
+#include "model/local_policy.h"
 #include "rollout/rollout.h"
 #include "util/cli.h"
 #include "util/exceptions.h"
@@ -21,6 +22,7 @@ std::string own_directory() {
 }  // namespace
 
 int main(int argc, char** argv) try {
+  model::register_local_policy();
   ToolCli cli("ca-rollout",
               "Run a policy as an agent on tasks and write one trajectory record per episode (docs/TRAJECTORY.md).");
   cli.default_jobs(1, "Episodes run at once (GPU work still queues on the device lease)");
@@ -63,26 +65,7 @@ int main(int argc, char** argv) try {
   app.add_flag("--no-compile", no_compile, "Profile without the torch.compile baseline (rewards at most 2)");
   app.add_flag("--no-final-profile", no_final_profile,
                "Final judgement without ca-profile (rewards at most 1; for plumbing tests)");
-  app.add_option("--model", options.policy.model, "openai: the model name of each request");
-  app.add_option("--temperature", options.policy.temperature, "openai: sampling temperature")->capture_default_str();
-  app.add_option("--top-p", options.policy.top_p, "openai: nucleus sampling top_p")->capture_default_str();
-  app.add_option("--max-tokens", options.policy.max_tokens, "openai: completion tokens per turn")
-      ->capture_default_str();
-  app.add_flag("--logprobs", options.policy.logprobs, "openai: ask for logprobs and token ids");
-  app.add_option("--api-key-env", options.policy.api_key_env, "openai: environment variable holding the API key")
-      ->capture_default_str();
-  app.add_option("--request-timeout", options.policy.request_timeout_s, "openai: seconds of one request")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--retries", options.policy.retries, "openai: further attempts on 429, 5xx, resets and timeouts")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--backoff", options.policy.backoff_s, "openai: seconds before the first retry (doubling)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--builtin-variants", options.policy.builtin_variants, "builtin: kernel variants to try")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  add_policy_flags(app, options.policy);
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
 
   options.task_files.insert(options.task_files.end(), tasks_flag.begin(), tasks_flag.end());
