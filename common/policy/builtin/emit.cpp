@@ -110,6 +110,8 @@ class Emitter {
     if (step.kind == StepKind::reduce) reduce_unit(step, s);
     if (step.kind == StepKind::softmax) softmax_unit(step);
     if (step.kind == StepKind::norm) norm_unit(step);
+    if (step.kind == StepKind::window) window_unit(step);
+    if (step.kind == StepKind::scan) scan_unit(step);
     std::string unit = m_out.str();
     m_out.str("");
     m_out << before << m_prefix << "CA_FN void unit" << s << "(const Bufs& B, int64_t u) {\n" << unit << "}\n\n";
@@ -118,8 +120,9 @@ class Emitter {
   }
 
   int64_t units_of(const Step& step) const {
-    if (step.kind == StepKind::pointwise) return m_plan.vals[step.out].numel();
-    if (step.kind == StepKind::reduce || step.kind == StepKind::softmax) return step.outer * step.inner;
+    if (step.kind == StepKind::pointwise || step.kind == StepKind::window) return m_plan.vals[step.out].numel();
+    if (step.kind == StepKind::reduce || step.kind == StepKind::softmax || step.kind == StepKind::scan)
+      return step.outer * step.inner;
     return step.outer;
   }
 
@@ -272,6 +275,102 @@ class Emitter {
     m_out << loop << "{ const int64_t idx = " << index << "; " << store(step, "idx", value) << " }\n";
   }
 
+  // One output element of a window step: coordinates o0 (sample), o1 (channel), o2... (spatial), then loops over
+  // the window's taps (and for convolutions the group's input channels) that fall inside the input.
+  void window_unit(const Step& step) {
+    const std::vector<int64_t>& out = m_plan.vals[step.out].shape;
+    const std::vector<int64_t>& in = m_plan.vals[step.a].shape;
+    const size_t dims = out.size() - 2;
+    auto l = [](int64_t v) { return std::to_string(v) + "LL"; };
+    auto d_ = [](const char* name, size_t d) { return name + std::to_string(d); };
+    m_out << coordinates(out, "u", "o");
+    std::string x_index = "o0 * " + l(in[1]) + " + c";  // the input channel c, then each spatial dim's i<d>
+    for (size_t d = 0; d < dims; ++d) x_index = "(" + x_index + ") * " + l(in[d + 2]) + " + " + d_("i", d);
+    std::string loops, close;
+    auto open_loop = [&](const std::string& var, const std::string& from, const std::string& to) {
+      loops += "  for (int64_t " + var + " = " + from + "; " + var + " < " + to + "; ++" + var + ") {\n";
+      close += "  }\n";
+    };
+    if (step.op == "conv" || step.op == "conv_transpose") {
+      const bool transposed = step.op == "conv_transpose";
+      const int64_t cin_g = in[1] / step.groups, cout_g = out[1] / step.groups;
+      m_out << "  const int64_t g = o1 / " << l(cout_g) << ";\n  acc_t s = 0;\n";
+      open_loop("ci", "0", l(cin_g));
+      loops += "  const int64_t c = g * " + l(cin_g) + " + ci;\n";
+      std::string w_index = transposed ? "c * " + l(cout_g) + " + o1 % " + l(cout_g) : "o1 * " + l(cin_g) + " + ci";
+      for (size_t d = 0; d < dims; ++d) {
+        std::string k = d_("k", d), i = d_("i", d), o = d_("o", d + 2);
+        open_loop(k, "0", l(step.kernel[d]));
+        w_index = "(" + w_index + ") * " + l(step.kernel[d]) + " + " + k;
+        if (transposed) {
+          loops += "  const int64_t t" + std::to_string(d) + " = " + o + " + " + l(step.padding[d]) + " - " + k +
+                   " * " + l(step.dilation[d]) + ";\n  if (t" + std::to_string(d) + " < 0 || t" + std::to_string(d) +
+                   " % " + l(step.stride[d]) + " != 0) continue;\n  const int64_t " + i + " = t" + std::to_string(d) +
+                   " / " + l(step.stride[d]) + ";\n  if (" + i + " >= " + l(in[d + 2]) + ") continue;\n";
+        } else {
+          loops += "  const int64_t " + i + " = " + o + " * " + l(step.stride[d]) + " - " + l(step.padding[d]) + " + " +
+                   k + " * " + l(step.dilation[d]) + ";\n  if (" + i + " < 0 || " + i + " >= " + l(in[d + 2]) +
+                   ") continue;\n";
+        }
+      }
+      m_out << loops << "  s += (acc_t)" << load(step.a, x_index) << " * " << load(step.b, w_index) << ";\n" << close;
+      std::string value = "(float)s";
+      if (step.bias >= 0) value += " + " + load(step.bias, "o1");
+      m_out << "  " << store(step, "u", value) << "\n";
+      return;
+    }
+    m_out << "  const int64_t c = o1;\n";
+    if (step.op == "max") {
+      m_out << "  float m = -INFINITY;\n";
+      for (size_t d = 0; d < dims; ++d) {
+        std::string k = d_("k", d), i = d_("i", d);
+        open_loop(k, "0", l(step.kernel[d]));
+        loops += "  const int64_t " + i + " = " + d_("o", d + 2) + " * " + l(step.stride[d]) + " - " +
+                 l(step.padding[d]) + " + " + k + " * " + l(step.dilation[d]) + ";\n  if (" + i + " < 0 || " + i +
+                 " >= " + l(in[d + 2]) + ") continue;\n";
+      }
+      m_out << loops << "  const float x = " << load(step.a, x_index) << ";\n  if (x > m || x != x) m = x;\n"
+            << close << "  " << store(step, "u", "m") << "\n";
+      return;
+    }
+    // avg, adaptive_avg: each dim's window [s<d>, e<d>) clipped to the input; avg divides by the padded window's
+    // size when count_include_pad.
+    std::string pooled = "1", counted = "1";
+    for (size_t d = 0; d < dims; ++d) {
+      std::string sd = d_("s", d), ed = d_("e", d), o = d_("o", d + 2), len = l(in[d + 2]);
+      if (step.op == "adaptive_avg") {
+        std::string size = l(out[d + 2]);
+        m_out << "  const int64_t " << sd << " = " << o << " * " << len << " / " << size << ", " << ed << " = ((" << o
+              << " + 1) * " << len << " + " << size << " - 1) / " << size << ";\n";
+      } else {
+        m_out << "  int64_t " << sd << " = " << o << " * " << l(step.stride[d]) << " - " << l(step.padding[d])
+              << ";\n  int64_t " << ed << " = " << sd << " + " << l(step.kernel[d]) << " < " << len << " + "
+              << l(step.padding[d]) << " ? " << sd << " + " << l(step.kernel[d]) << " : " << len << " + "
+              << l(step.padding[d]) << ";\n  const int64_t p" << d << " = " << ed << " - " << sd << ";\n  (void)p" << d
+              << ";\n  if (" << sd << " < 0) " << sd << " = 0;\n  if (" << ed << " > " << len << ") " << ed << " = "
+              << len << ";\n";
+        pooled += " * p" + std::to_string(d);
+      }
+      counted += " * (" + ed + " - " + sd + ")";
+      open_loop(d_("i", d), sd, ed);
+    }
+    std::string divisor = step.divisor_override > 0                    ? l(step.divisor_override)
+                          : step.op == "avg" && step.count_include_pad ? pooled
+                                                                       : counted;
+    m_out << "  acc_t s = 0;\n"
+          << loops << "  s += " << load(step.a, x_index) << ";\n"
+          << close << "  " << store(step, "u", "(float)(s / (acc_t)(" + divisor + "))") << "\n";
+  }
+
+  // One line of a scan: the running sum or product along the middle dim, stored at every element.
+  void scan_unit(const Step& step) {
+    std::string index = strided_index(step.extent, step.inner, "u", "r");
+    bool sum = step.op == "cumsum";
+    m_out << "  acc_t s = " << (sum ? "0" : "1") << ";\n  for (int64_t r = 0; r < " << step.extent
+          << "LL; ++r) {\n    const int64_t idx = " << index << ";\n    s " << (sum ? "+=" : "*=") << " "
+          << load(step.in, "idx") << ";\n    " << store(step, "idx", "(float)s") << "\n  }\n";
+  }
+
   void cpu_gemm(const Step& step, int s) {
     const int64_t tm = std::min(m_variant.tile_m, round_up(step.m, 4));
     const int64_t tn = std::min(m_variant.tile_n, round_up(step.n, 8));
@@ -316,7 +415,24 @@ class Emitter {
           << "\n        }\n    }\n  }\n  return 0;\n}\n\n";
   }
 
+  // Whether a product runs in the candidate's own kernel rather than cuBLAS: always when nothing else in the plan
+  // launches a kernel of its own (a cuBLAS-only candidate computes nothing itself: the harness rejects it, and
+  // rightly), and in the variants that try fusing the epilogue into the product's own store loop.
+  bool own_gemm() const {
+    if (m_variant.own_gemm) return true;
+    return std::ranges::all_of(m_plan.steps,
+                               [](const Step& step) { return step.kind == StepKind::matmul && step.epilogue.empty(); });
+  }
+
   void cuda_gemm(const Step& step, int s) {
+    if (own_gemm()) {
+      if (step.n == 1) {
+        cuda_gemv(step, s);
+        return;
+      }
+      cuda_tiled_gemm(step, s);
+      return;
+    }
     auto l = [](int64_t v) { return std::to_string(v) + "LL"; };
     int64_t total = step.batch * step.m * step.n;
     if (!step.epilogue.empty()) {
@@ -343,6 +459,82 @@ class Emitter {
             << ", 0, (cudaStream_t)ctx->stream>>>(B);\n";
     }
     m_out << "  return 0;\n}\n\n";
+  }
+
+  // The product in shared-memory tiles of BM x BN (k in slices of BK), each of the 256 threads accumulating TM x TN
+  // outputs in registers at rows ty + i * (BM / TM) and columns tx + j * (BN / TN), so that the threads of a warp
+  // read consecutive shared-memory words and store consecutive columns. Out-of-range loads read 0.
+  void cuda_tiled_gemm(const Step& step, int s) {
+    const bool large = m_variant.gemm_tile >= 128 && step.m >= 128 && step.n >= 128;
+    const int bm = large ? 128 : 64, bn = bm, bk = large ? 8 : 16, tm = large ? 8 : 4, tn = tm;
+    const int rows = bm / tm, cols = bn / tn, threads = rows * cols;
+    auto l = [](int64_t v) { return std::to_string(v) + "LL"; };
+    const int64_t mt = (step.m + bm - 1) / bm, nt = (step.n + bn - 1) / bn, tiles = step.batch * mt * nt;
+    std::string w_load = step.b_transposed ? "W[c * " + l(step.k) + " + r]" : "W[r * " + l(step.n) + " + c]";
+    m_out << "__global__ void __launch_bounds__(" << threads << ") gemm" << s << "(Bufs B) {\n"
+          << "  __shared__ float As[" << bk << "][" << bm + 4 << "];\n"
+          << "  __shared__ float Ws[" << bk << "][" << bn << "];\n"
+          << "  const int tid = threadIdx.x, ty = tid / " << cols << ", tx = tid % " << cols << ";\n"
+          << "  for (int64_t tile = blockIdx.x; tile < " << l(tiles) << "; tile += gridDim.x) {\n"
+          << "    const int64_t b = tile / " << l(mt * nt) << ", i0 = (tile / " << l(nt) << ") % " << l(mt) << " * "
+          << bm << ", j0 = tile % " << l(nt) << " * " << bn << ";\n"
+          << "    const float* A = " << ptr(step.a) << " + b * " << l(step.a_batch_stride) << ";\n"
+          << "    const float* W = " << ptr(step.b) << " + b * " << l(step.b_batch_stride) << ";\n"
+          << "    float acc[" << tm << "][" << tn << "];\n"
+          << "#pragma unroll\n    for (int i = 0; i < " << tm << "; ++i)\n#pragma unroll\n"
+          << "      for (int j = 0; j < " << tn << "; ++j) acc[i][j] = 0.f;\n"
+          << "    for (int64_t k0 = 0; k0 < " << l(step.k) << "; k0 += " << bk << ") {\n"
+          << "      for (int e = tid; e < " << bm * bk << "; e += " << threads << ") {\n"
+          << "        const int m = e / " << bk << ", k = e % " << bk << ";\n"
+          << "        const int64_t r = i0 + m, c = k0 + k;\n"
+          << "        As[k][m] = r < " << l(step.m) << " && c < " << l(step.k) << " ? A[r * " << l(step.k)
+          << " + c] : 0.f;\n      }\n"
+          << "      for (int e = tid; e < " << bk * bn << "; e += " << threads << ") {\n"
+          << (step.b_transposed ? "        const int n = e / " + std::to_string(bk) + ", k = e % " + std::to_string(bk)
+                                : "        const int k = e / " + std::to_string(bn) + ", n = e % " + std::to_string(bn))
+          << ";\n        const int64_t r = k0 + k, c = j0 + n;\n"
+          << "        Ws[k][n] = r < " << l(step.k) << " && c < " << l(step.n) << " ? " << w_load << " : 0.f;\n"
+          << "      }\n      __syncthreads();\n"
+          << "#pragma unroll\n      for (int k = 0; k < " << bk << "; ++k) {\n"
+          << "        float a[" << tm << "], w[" << tn << "];\n"
+          << "#pragma unroll\n        for (int i = 0; i < " << tm << "; ++i) a[i] = As[k][ty + i * " << rows << "];\n"
+          << "#pragma unroll\n        for (int j = 0; j < " << tn << "; ++j) w[j] = Ws[k][tx + j * " << cols << "];\n"
+          << "#pragma unroll\n        for (int i = 0; i < " << tm << "; ++i)\n#pragma unroll\n"
+          << "          for (int j = 0; j < " << tn << "; ++j) acc[i][j] = fmaf(a[i], w[j], acc[i][j]);\n"
+          << "      }\n      __syncthreads();\n    }\n"
+          << "#pragma unroll\n    for (int i = 0; i < " << tm << "; ++i)\n#pragma unroll\n"
+          << "      for (int j = 0; j < " << tn << "; ++j) {\n"
+          << "        const int64_t r = i0 + ty + i * " << rows << ", c = j0 + tx + j * " << cols << ";\n"
+          << "        if (r >= " << l(step.m) << " || c >= " << l(step.n) << ") continue;\n"
+          << "        const int64_t idx = b * " << l(step.m * step.n) << " + r * " << l(step.n) << " + c;\n"
+          << "        " << store(step, "idx", float_literal(step.alpha) + " * acc[i][j]") << "\n      }\n  }\n}\n\n"
+          << "static int step" << s << "(const Bufs& B, ca_context* ctx) {\n"
+          << "  gemm" << s << "<<<(unsigned)(" << tiles << "LL < 1048576 ? " << tiles << "LL : 1048576), " << threads
+          << ", 0, (cudaStream_t)ctx->stream>>>(B);\n  return 0;\n}\n\n";
+  }
+
+  // A product with one output column (matrix @ vector): one warp per output row, lanes striding over k, then a
+  // shuffle reduction.
+  void cuda_gemv(const Step& step, int s) {
+    auto l = [](int64_t v) { return std::to_string(v) + "LL"; };
+    const int64_t rows = step.batch * step.m;
+    m_out << "__global__ void gemv" << s << "(Bufs B) {\n"
+          << "  const int lane = threadIdx.x % 32;\n"
+          << "  for (int64_t row = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; row < " << l(rows)
+          << "; row += (int64_t)gridDim.x * blockDim.x / 32) {\n"
+          << "    const int64_t b = row / " << l(step.m) << ";\n"
+          << "    const float* a = " << ptr(step.a) << " + b * " << l(step.a_batch_stride) << " + (row % " << l(step.m)
+          << ") * " << l(step.k) << ";\n"
+          << "    const float* w = " << ptr(step.b) << " + b * " << l(step.b_batch_stride) << ";\n"
+          << "    acc_t sum = 0;\n"
+          << "    for (int64_t k = lane; k < " << l(step.k) << "; k += 32) sum += (acc_t)a[k] * w[k];\n"
+          << "    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);\n"
+          << "    if (lane == 0) {\n      const int64_t idx = row;\n      "
+          << store(step, "idx", float_literal(step.alpha) + " * (float)sum") << "\n    }\n  }\n}\n\n"
+          << "static int step" << s << "(const Bufs& B, ca_context* ctx) {\n"
+          << "  const int64_t blocks = (" << l(rows) << " * 32 + " << m_variant.block - 1 << ") / " << m_variant.block
+          << ";\n  gemv" << s << "<<<(unsigned)(blocks < 1048576 ? blocks : 1048576), " << m_variant.block
+          << ", 0, (cudaStream_t)ctx->stream>>>(B);\n  return 0;\n}\n\n";
   }
 
   void entry() {

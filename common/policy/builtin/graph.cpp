@@ -199,12 +199,16 @@ Variant variant_of(Backend backend, int index) {
   variant.tile_k = tiles[i][2];
   variant.block = blocks[i];
   variant.double_accumulators = i % 2 == 0;
+  variant.own_gemm = i % 2 == 1;
+  variant.gemm_tile = i == 1 ? 64 : 128;
   std::string accumulate = variant.double_accumulators ? "double accumulators" : "float accumulators";
   if (backend == Backend::cpu) {
     variant.describe = "gemm tile " + std::to_string(variant.tile_m) + "x" + std::to_string(variant.tile_n) + "x" +
                        std::to_string(variant.tile_k) + ", " + accumulate;
   } else {
-    variant.describe = std::to_string(variant.block) + " threads a block, " + accumulate;
+    variant.describe = std::to_string(variant.block) + " threads a block, " + accumulate + ", products " +
+                       (variant.own_gemm ? "in own " + std::to_string(variant.gemm_tile) + "-tiles, epilogue fused"
+                                         : "through cuBLAS where an own kernel does other work");
   }
   return variant;
 }

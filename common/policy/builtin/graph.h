@@ -38,7 +38,7 @@ struct Val {
   int64_t numel() const;
 };
 
-enum class StepKind { pointwise, reduce, softmax, norm, matmul };
+enum class StepKind { pointwise, reduce, softmax, norm, matmul, window, scan };
 
 struct Step {
   StepKind kind = StepKind::pointwise;
@@ -55,13 +55,19 @@ struct Step {
   double p = 2;  // norm's order; var/std's correction
   double eps = 0;
   int weight = -1, bias = -1;  // norm affine params; matmul bias (indexed by the output column)
-  int64_t groups = 1;          // group norm
+  int64_t groups = 1;          // group norm; window: the convolution's groups
   // matmul: out[b] = alpha * A[b] @ op(B[b]) (+ bias) (+ beta * addend), B stored [K,N] or, transposed, [N,K]
   int a = -1, b = -1, addend = -1;
   int64_t batch = 1, m = 1, n = 1, k = 1, a_batch_stride = 0, b_batch_stride = 0;
   bool b_transposed = false;
   double alpha = 1, beta = 1;
-  std::vector<int> epilogue;  // pointwise values of out's shape computed where out is written
+  // window (one unit per output element of [N, C, *spatial]): op conv, conv_transpose (input a, weight b, bias),
+  // max, avg, adaptive_avg (input a); per spatial dim the kernel taps, stride, padding each side and dilation.
+  // scan: op cumsum or cumprod along the [outer, extent, inner] middle dim of `in`.
+  std::vector<int64_t> kernel, stride, padding, dilation;
+  bool count_include_pad = true;
+  int64_t divisor_override = 0;  // avg: 0 for none
+  std::vector<int> epilogue;     // pointwise values of out's shape computed where out is written
 };
 
 struct Plan {
@@ -81,6 +87,8 @@ struct Variant {
   int64_t tile_m = 64, tile_n = 64, tile_k = 256;  // cpu matmul tiles
   int block = 256;                                 // cuda threads per block
   bool double_accumulators = true;                 // reductions, norms and softmax sums
+  bool own_gemm = false;  // cuda: products in the writer's own tiled kernel with the epilogue fused, not cuBLAS
+  int gemm_tile = 128;    // cuda: the own kernel's output tile (128 or 64 square)
   std::string describe;
 };
 

@@ -325,6 +325,29 @@ void register_reduction_ops(std::map<std::string, OpEntry>& t) {
         lowering.bind(node.outputs[0], *out);
         return {};
       }};
+  for (const std::string op : {"cumsum", "cumprod"}) {
+    t["aten::" + op] = {"aten::" + op + "(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
+                        [op](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                          if (auto ok = float32_only(args, "dtype"); !ok) return ok;
+                          auto self = lowering.tensor(args.at("self"));
+                          if (!self) return std::unexpected(self.error());
+                          const std::vector<int64_t>& shape = lowering.val(*self).shape;
+                          auto dim = wrap_dim(args.at("dim").get<int64_t>(), shape.size());
+                          if (!dim) return std::unexpected(dim.error());
+                          Step step;
+                          step.kind = StepKind::scan;
+                          step.op = op;
+                          step.in = *self;
+                          step.outer = product(shape, 0, *dim);
+                          step.extent = shape.empty() ? 1 : shape[*dim];
+                          step.inner = product(shape, *dim + 1, shape.size());
+                          step.out = buffer_val(lowering, shape);
+                          lowering.bind(node.outputs[0], step.out);
+                          lowering.add_step(std::move(step));
+                          lowering.note_pattern("scan");
+                          return {};
+                        }};
+  }
   t["aten::softmax.int"] = softmax_op("softmax");
   t["aten::log_softmax.int"] = softmax_op("log_softmax");
 }
@@ -363,6 +386,16 @@ void register_norm_ops(std::map<std::string, OpEntry>& t) {
         const std::vector<int64_t>& shape = lowering.val(*self).shape;
         if (shape.size() < 2) return std::unexpected("instance norm of a tensor with fewer than 2 dims");
         return group_norm(lowering, node, *self, shape[1], eps, args.at("weight"), args.at("bias"));
+      }};
+  // What torch.export records for batch norm in eval mode; the saved mean and invstd it also returns are empty.
+  t["aten::_native_batch_norm_legit_no_training"] = {
+      "aten::_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, "
+      "Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
+      [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+        for (size_t k = 1; k < node.outputs.size(); ++k) {
+          lowering.forbid(node.outputs[k], "reads the saved statistics of batch norm in eval mode (empty tensors)");
+        }
+        return channel_affine(lowering, args, node, args.at("eps").get<double>());
       }};
   t["aten::batch_norm"] = {
       "aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool "

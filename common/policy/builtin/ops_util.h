@@ -26,5 +26,6 @@ void register_view_ops(std::map<std::string, OpEntry>& table);
 void register_reduction_ops(std::map<std::string, OpEntry>& table);
 void register_norm_ops(std::map<std::string, OpEntry>& table);
 void register_matmul_ops(std::map<std::string, OpEntry>& table);
+void register_window_ops(std::map<std::string, OpEntry>& table);
 
 }  // namespace ca::builtin
