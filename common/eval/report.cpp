@@ -99,16 +99,38 @@ std::vector<std::vector<std::string>> metrics_table(const Json& summary) {
   return table;
 }
 
+bool has_kernelbench(const std::vector<TaskResult>& tasks) {
+  return std::any_of(tasks.begin(), tasks.end(), [](const TaskResult& task) { return !task.kernelbench.empty(); });
+}
+
+// KernelBench-format solutions add KernelBench's own verdict beside this harness's.
 std::vector<std::vector<std::string>> task_table(const std::vector<TaskResult>& tasks) {
+  const bool kernelbench = has_kernelbench(tasks);
   std::vector<std::vector<std::string>> table = {
       {"task", "level", "verdict", "stage", "vs eager", "vs compile", "reward", "degenerate"}};
+  if (kernelbench) table[0].insert(table[0].begin() + 4, "KernelBench eval");
   for (const TaskResult& task : tasks) {
     table.push_back({task.task_id, task.level ? std::to_string(*task.level) : "-",
                      to_json(task)["verdict"].get<std::string>(), task.stage.empty() ? "-" : task.stage,
                      format_optional(task.vs_eager, "x"), format_optional(task.vs_compile, "x"),
                      format_optional(task.reward, ""), task.degenerate.empty() ? "-" : task.degenerate});
+    if (kernelbench) table.back().insert(table.back().begin() + 4, task.kernelbench.empty() ? "-" : task.kernelbench);
   }
   return table;
+}
+
+// The solutions whose verdict here differs from KernelBench's check (tasks without a solution are left out).
+std::vector<std::vector<std::string>> disagreement_table(const std::vector<TaskResult>& tasks) {
+  std::vector<std::vector<std::string>> table = {{"task", "this harness", "KernelBench eval"}};
+  for (const TaskResult& task : tasks) {
+    if (task.kernelbench.empty() || (task.kernelbench == "PASS") == task.pass) continue;
+    table.push_back({task.task_id, task.pass ? "PASS" : "FAIL (" + task.stage + ")", task.kernelbench});
+  }
+  return table;
+}
+
+std::string disagreement_heading(const std::vector<std::vector<std::string>>& table) {
+  return format_text("Where this harness and KernelBench's check disagree: {} solution(s)", int64_t(table.size() - 1));
 }
 
 std::string markdown_table(const std::vector<std::vector<std::string>>& table) {
@@ -339,6 +361,10 @@ std::string markdown_report(const EvalRun& run) {
       "degenerate tasks (rejected by ca-filter) are counted apart.\n\n";
   out += markdown_table(metrics_table(run.summary));
   out += "\n## Tasks\n\n" + markdown_table(task_table(run.tasks));
+  if (has_kernelbench(run.tasks)) {
+    auto table = disagreement_table(run.tasks);
+    out += "\n## " + disagreement_heading(table) + "\n\n" + (table.size() > 1 ? markdown_table(table) : "");
+  }
   return out;
 }
 
@@ -357,7 +383,12 @@ std::string html_report(const EvalRun& run) {
   }
   out += "</ul>\n<h2>Metrics</h2>\n" + html_table(metrics_table(run.summary)) + "<h2>Plots</h2>\n";
   out += speedup_plot(tasks) + fast_p_plot(tasks) + level_plot(run.summary) + reward_plot(tasks);
-  out += "<h2>Tasks</h2>\n" + html_table(task_table(run.tasks)) + "</body></html>\n";
+  out += "<h2>Tasks</h2>\n" + html_table(task_table(run.tasks));
+  if (has_kernelbench(run.tasks)) {
+    auto table = disagreement_table(run.tasks);
+    out += "<h2>" + html_escape(disagreement_heading(table)) + "</h2>\n" + (table.size() > 1 ? html_table(table) : "");
+  }
+  out += "</body></html>\n";
   return out;
 }
 

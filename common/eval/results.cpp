@@ -53,6 +53,8 @@ std::expected<TaskResult, std::string> judge_result(const Json& record) {
     result.vs_compile = number_at(profile["speedup"], "vs_compile");
   }
   if (record.contains("reward")) result.reward = number_at(record["reward"], "value");
+  if (record.contains("kernelbench") && record["kernelbench"].is_object())
+    result.kernelbench = record["kernelbench"].value("verdict", std::string());
   return result;
 }
 
@@ -98,6 +100,7 @@ Json to_json(const TaskResult& result) {
   record["speedup"] = {{"vs_eager", optional_json(result.vs_eager)}, {"vs_compile", optional_json(result.vs_compile)}};
   record["reward"] = optional_json(result.reward);
   record["degenerate"] = result.degenerate.empty() ? Json(nullptr) : Json(result.degenerate);
+  if (!result.kernelbench.empty()) record["kernelbench"] = result.kernelbench;
   return record;
 }
 
@@ -123,6 +126,8 @@ std::expected<TaskResult, std::string> result_from_json(const Json& record) {
   result.reward = number_at(record, "reward");
   if (record.contains("degenerate") && record["degenerate"].is_string())
     result.degenerate = record["degenerate"].get<std::string>();
+  if (record.contains("kernelbench") && record["kernelbench"].is_string())
+    result.kernelbench = record["kernelbench"].get<std::string>();
   return result;
 }
 

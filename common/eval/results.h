@@ -21,7 +21,8 @@ struct TaskResult {
   std::optional<double> candidate_us, eager_us, compile_us;
   std::optional<double> vs_eager, vs_compile;  // only for a passing task with the times
   std::optional<double> reward;
-  std::string degenerate;  // why ca-filter rejected the task; "" for a task that counts
+  std::string degenerate;   // why ca-filter rejected the task; "" for a task that counts
+  std::string kernelbench;  // KernelBench-format solutions: KernelBench's own check, "PASS" or "FAIL"; else ""
 };
 
 /// The result one judged record (a candidate with `verify`, or a trajectory) gives its task.

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "eval/metrics.h"
+#include "eval/modelnew.h"
 #include "sandbox/workspace.h"
 #include "timing/speed_of_light.h"
 #include "util/atomic_file.h"
@@ -88,6 +89,7 @@ std::expected<std::vector<Json>, std::string> candidates_from_folder(const std::
 
 std::expected<std::vector<Json>, std::string> judge(const EvalOptions& options, const std::vector<Json>& tasks) {
   if (!options.judged.empty()) return read_all_records(options.judged);
+  if (!options.modelnew.empty()) return judge_modelnew(options, tasks);
   fs::path work(options.work_dir);
   std::string jobs = std::to_string(options.jobs), seed = std::to_string(options.seed);
   if (!options.policy.empty()) {
@@ -189,9 +191,10 @@ std::expected<std::vector<Json>, std::pair<ExitCode, std::string>> run_eval(cons
   std::vector<Json> records;
   for (const TaskResult& result : results) records.push_back(to_json(result));
   Json summary = {{"kind", "eval_summary"}, {"suite", options.suite}};
-  summary["source"] = !options.policy.empty()   ? "policy " + options.policy
-                      : !options.judged.empty() ? "judged " + options.judged
-                                                : "solutions " + options.solutions;
+  summary["source"] = !options.policy.empty()     ? "policy " + options.policy
+                      : !options.judged.empty()   ? "judged " + options.judged
+                      : !options.modelnew.empty() ? "modelnew " + options.modelnew
+                                                  : "solutions " + options.solutions;
   summary["environment"] = describe_environment(*judged, options.backend, options.bin_dir);
   summary.update(summarize(results));
   records.push_back(std::move(summary));

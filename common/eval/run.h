@@ -17,11 +17,14 @@ struct EvalOptions {
   std::string solutions;  // candidate JSONL, or a folder of <task dir>/kernels/...
   std::string judged;     // records that already carry verify (and profile, reward), or trajectories
   std::string policy;     // ca-rollout's --policy
+  std::string modelnew;   // a folder of KernelBench-format solutions, <problem>.py with class ModelNew
   std::string rejects;    // ca-filter --rejects output: tasks reported apart as degenerate
   std::string backend = "cpu";
   std::string bin_dir;                     // where ca-verify, ca-profile, ca-reward and ca-rollout are
   std::string work_dir;                    // where the tools' intermediate records go
   std::vector<std::string> profile_flags;  // passed to ca-profile (and --no-compile to ca-rollout)
+  int trials = 8;                          // modelnew: checked calls before timing
+  int timed_calls = 20;                    // modelnew: timed calls (each checked too), after 2 warm-up calls
   unsigned jobs = 1;
   uint64_t seed = 0;
 };

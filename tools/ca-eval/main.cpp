@@ -66,8 +66,17 @@ int main(int argc, char** argv) try {
   auto* policy = run->add_option("--policy", options.policy, "Run ca-rollout with this policy over the suite");
   auto* judged = run->add_option("--judged", options.judged,
                                  "Records already judged (ca-verify|ca-profile|ca-reward output, trajectories)");
-  solutions->excludes(policy)->excludes(judged);
-  policy->excludes(judged);
+  auto* modelnew = run->add_option("--modelnew", options.modelnew,
+                                   "Folder of KernelBench-format solutions: <problem>.py with class ModelNew");
+  solutions->excludes(policy)->excludes(judged)->excludes(modelnew);
+  policy->excludes(judged)->excludes(modelnew);
+  judged->excludes(modelnew);
+  run->add_option("--trials", options.trials, "--modelnew: checked calls on fresh inputs before timing")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  run->add_option("--timed-calls", options.timed_calls, "--modelnew: timed calls, each output checked too")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   run->add_option("--rejects", options.rejects, "ca-filter rejects: these tasks are degenerate, reported apart");
   run->add_option("--backend", options.backend, "Backend of folder solutions and of the policy's workspaces")
       ->capture_default_str()
@@ -86,8 +95,8 @@ int main(int argc, char** argv) try {
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
 
   if (run->parsed()) {
-    if (options.solutions.empty() && options.policy.empty() && options.judged.empty()) {
-      return to_int(usage_error("run: one of --solutions, --policy or --judged is required"));
+    if (options.solutions.empty() && options.policy.empty() && options.judged.empty() && options.modelnew.empty()) {
+      return to_int(usage_error("run: one of --solutions, --modelnew, --policy or --judged is required"));
     }
     options.bin_dir = own_directory();
     options.jobs = cli.common().jobs;
