@@ -51,11 +51,10 @@ for r in records:
     assert any(p.endswith(".cpp") for p in files), files.keys()
     candidates.write(json.dumps({"kind": "candidate", "id": r["task_id"], "task_id": r["task_id"], "backend": "cpu",
                                  "files": files}) + "\n")
-for task in ["example/linear_leaky_relu", "example/layernorm_gelu", "example/relu_rand"]:
+for task in ["example/linear_leaky_relu", "example/layernorm_gelu", "example/relu_rand", "example/conv_relu_pool",
+             "example/softmax_cumsum"]:
     assert task in covered, (task, uncovered.get(task))
-assert uncovered["example/conv_relu_pool"][0] == "aten::conv2d", uncovered
 assert uncovered["example/attention_rowmax"] == ["aten::scaled_dot_product_attention"], uncovered
-assert uncovered["example/softmax_cumsum"] == ["aten::cumsum"], uncovered
 print(len(covered), "covered,", len(uncovered), "uncovered", file=sys.stderr)
 PY
 

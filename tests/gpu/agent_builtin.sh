@@ -4,6 +4,8 @@
 # (ca-verify | ca-profile | ca-reward, with the torch.compile baseline unless NO_COMPILE=1). Writes under OUT_DIR:
 # tasks.jsonl, trajectories.jsonl, summary.txt (tests/gpu/summarise_rollout.py) and rollout.log.
 # Usage: agent_builtin.sh OUT_DIR. BACKEND=cpu runs the same on the CPU (with KB_SCALE=16). CA_BIN defaults to build-gpu/bin; CA_PYTHON to python3 (CUDA torch).
+# All of levels 1 and 2 (200 problems) at full size: KB_EVERY=1 agent_builtin.sh OUT_DIR (BUILTIN_VARIANTS=1 tries one
+# kernel variant per task, the quickest full pass; ROLLOUT_JOBS episodes at once; --resume continues a run cut short).
 set -uo pipefail
 out=${1:?usage: agent_builtin.sh OUT_DIR}
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -32,7 +34,7 @@ cp tasks.jsonl "$out/tasks.jsonl"
 start=$SECONDS
 # shellcheck disable=SC2046 # an optional flag
 "$CA_BIN/ca-rollout" --policy builtin --backend "${BACKEND:-cuda}" -j "${ROLLOUT_JOBS:-4}" $([ "${NO_COMPILE:-0}" = 1 ] && echo --no-compile) \
-  tasks.jsonl -o "$out/trajectories.jsonl" 2>>"$out/rollout.log"
+  --builtin-variants "${BUILTIN_VARIANTS:-4}" --resume tasks.jsonl -o "$out/trajectories.jsonl" 2>>"$out/rollout.log"
 code=$?
 echo "rollout: exit $code, $((SECONDS - start)) s" | tee -a "$out/rollout.log"
 python3 "$src/tests/gpu/summarise_rollout.py" "$out/trajectories.jsonl" | tee "$out/summary.txt"

@@ -28,3 +28,16 @@ for level, records in sorted(levels.items()):
     print(f"{level} {n} {len(passed) / n:.1%} {sum(v > 1.05 for v in eager) / n:.1%} {sum(v > 1.05 for v in comp) / n:.1%} "
           f"{geomean(eager):.3f} {geomean(eager + [1.0] * (n - len(eager))):.3f} "
           f"{geomean(comp):.3f} {geomean(comp + [1.0] * (n - len(comp))):.3f} {dict(ends)}")
+
+# Why the others did not pass: the uncovered ops (root causes named by the policy) and the judge's failing stages.
+uncovered, failed = collections.Counter(), collections.Counter()
+for records in levels.values():
+    for r in records:
+        extra = (r.get("turns") or [{}])[-1].get("extra") or {}
+        if "uncovered" in extra:
+            uncovered.update(node["op"] for node in extra["uncovered"])
+        elif not (r.get("verify") or {}).get("ok"):
+            message = (r.get("verify") or {}).get("message") or str(r.get("error"))
+            failed[message.split(":")[0][:60]] += 1
+print("uncovered ops:", dict(uncovered.most_common()))
+print("covered but not passing, by the start of the message:", dict(failed.most_common()))
