@@ -199,16 +199,16 @@ const std::vector<std::pair<std::string, std::string>> k_pattern_tasks = {
 TEST(KernelWriterTest, NamesEveryUncoveredNodeWithItsReason) {
   Program program = program_of(R"({"inputs":[{"name":"x","dtype":"float32","shape":[8,16]}],
       "nodes":[{"op":"aten::relu","args":["%x"],"out":["r"]},
-               {"op":"aten::cumsum","args":["%r",1],"out":["c"]},
+               {"op":"aten::flip","args":["%r",[1]],"out":["c"]},
                {"op":"aten::exp","args":["%c"],"out":["e"]},
                {"op":"aten::gelu","args":["%r"],"kwargs":{"approximate":"cubic"},"out":["g"]}],
       "outputs":["e","g"]})");
   auto written = write_kernel(program, Backend::cpu, 0);
   ASSERT_FALSE(written.has_value());
-  // exp reads cumsum's output: only the root causes are named.
+  // exp reads flip's output: only the root causes are named.
   ASSERT_EQ(written.error().size(), 2u);
   EXPECT_EQ(written.error()[0].node, 1);
-  EXPECT_EQ(written.error()[0].op, "aten::cumsum");
+  EXPECT_EQ(written.error()[0].op, "aten::flip");
   EXPECT_EQ(written.error()[1].node, 3);
   EXPECT_NE(written.error()[1].reason.find("cubic"), std::string::npos);
 }
