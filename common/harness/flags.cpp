@@ -2,11 +2,18 @@
 
 #include <sstream>
 
+#include "util/cli.h"
+
 namespace ca {
 
 void add_tolerance_flags(CLI::App& app, Tolerance& tolerance, const std::string& applies_to) {
-  app.add_option("--atol", tolerance.atol, "Absolute tolerance of " + applies_to)->capture_default_str();
-  app.add_option("--rtol", tolerance.rtol, "Relative tolerance of " + applies_to)->capture_default_str();
+  // A relative tolerance of 1 or more lets zeros pass every output; NaN would let anything pass.
+  app.add_option("--atol", tolerance.atol, "Absolute tolerance of " + applies_to)
+      ->capture_default_str()
+      ->check(non_negative(1e6));
+  app.add_option("--rtol", tolerance.rtol, "Relative tolerance of " + applies_to)
+      ->capture_default_str()
+      ->check(number_in(0, 1, "[)"));
 }
 
 void add_tf32_flag(CLI::App& app, bool& allow_tf32) {
@@ -24,7 +31,8 @@ void add_runner_timeout_flag(CLI::App& app, SandboxLimits& limits) {
   app.add_option_function<double>(
          "--timeout", [&limits](double seconds) { limits.wall_s = limits.cpu_s = seconds; },
          "Seconds one runner invocation may take, wall clock and CPU (ca-verify: all trials; ca-profile: one round)")
-      ->default_str(default_s.str());
+      ->default_str(default_s.str())
+      ->check(seconds());
 }
 
 void add_candidate_source_flags(CLI::App& app, CandidateSources& sources, const std::string& judging) {

@@ -1,13 +1,17 @@
 #include "synth/llm.h"
 
 #include <unistd.h>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "torch/kernelbench.h"
 #include "torch/task_check.h"
 #include "util/atomic_file.h"
-#include "util/subprocess.h"
+#include "util/remove_tree.h"
+
+namespace fs = std::filesystem;
 
 namespace ca {
 
@@ -66,40 +70,97 @@ std::expected<std::string, std::string> code_from_reply(const std::string& body)
   return text.substr(start + 1, end - start - 1);
 }
 
-std::expected<Json, std::string> import_model_py(const std::string& code, const std::string& id, uint64_t seed,
-                                                 const LlmOptions& options) {
-  char dir[] = "/tmp/ca-synth-XXXXXX";
-  if (!mkdtemp(dir)) return std::unexpected("cannot make a scratch directory");
-  std::string path = std::string(dir) + "/" + id + ".py";
-  auto written = write_file_atomic(path, code);
-  std::expected<SubprocessResult, std::string> ran = std::unexpected(written ? "" : written.error());
+namespace {
+
+// The Python installation the sandbox must see besides the system's own directories: the venv the interpreter path
+// lies in (<venv>/bin/python) and the installation its link resolves to (which may live under a home directory).
+std::vector<std::string> python_mounts(const std::string& python) {
+  std::vector<std::string> dirs;
+  std::error_code ec;
+  for (fs::path bin : {fs::absolute(python, ec).parent_path(), fs::canonical(python, ec).parent_path()}) {
+    std::string prefix = bin.parent_path().string();
+    if (!ec && !prefix.empty() && prefix != "/" && !prefix.starts_with("/usr") &&
+        std::find(dirs.begin(), dirs.end(), prefix) == dirs.end())
+      dirs.push_back(prefix);
+  }
+  return dirs;
+}
+
+// Rewrites the param files' paths that point at `from` to `to`.
+void move_param_paths(Json& program, const std::string& from, const std::string& to) {
+  if (!program.contains("params") || !program["params"].is_array()) return;
+  for (Json& param : program["params"]) {
+    if (!param.is_object() || !param.contains("init") || !param["init"].is_object()) continue;
+    Json& init = param["init"];
+    if (init.contains("file") && init["file"].is_object() && init["file"].value("path", "") == from)
+      init["file"]["path"] = to;
+  }
+}
+
+}  // namespace
+
+std::expected<Json, LlmImportError> import_model_py(const std::string& code, const std::string& id, uint64_t seed,
+                                                    const LlmOptions& options) {
+  // The scratch folder, the one place the model's code may write, is made inside --params-dir so that its weights
+  // move out with a rename.
+  std::error_code ec;
+  fs::create_directories(options.params_dir, ec);
+  if (ec) return std::unexpected(LlmImportError{"import", options.params_dir + ": cannot make it: " + ec.message()});
+  std::string dir = fs::absolute(options.params_dir).string() + "/.scratch-XXXXXX";
+  if (!mkdtemp(dir.data()))
+    return std::unexpected(LlmImportError{"import", options.params_dir + ": cannot make a scratch directory in it"});
+  const std::string weights = "kernelbench-" + id + ".safetensors";
+  std::expected<SandboxResult, std::string> ran = std::unexpected("");
   KernelbenchImport import;
   import.dirs = {dir};
-  import.params_dir = options.params_dir;
+  import.params_dir = dir;
   import.seed = seed;
+  auto written = write_file_atomic(dir + "/" + id + ".py", code);
   auto argv = import_bridge_command(import);
+  if (!written) ran = std::unexpected(written.error());
   if (written && !argv) ran = std::unexpected(argv.error());
   if (written && argv) {
-    // Run here rather than by run_import_bridge: a model from an LLM may hang.
-    SubprocessOptions run_options;
-    run_options.timeout = std::chrono::milliseconds(int64_t(options.import_timeout_s * 1000));
-    ran = run_subprocess(*argv, run_options);
+    // The model's code runs when the importer loads it: in the sandbox (no network, the project and the Python
+    // installation read-only, only the scratch folder writable), within the time and memory limits.
+    SandboxSpec spec;
+    spec.argv = *argv;
+    spec.workdir = dir;
+    spec.writable = {dir};
+    spec.readable = python_mounts((*argv)[0]);
+    spec.readable.push_back(fs::path((*argv)[1]).parent_path().string());
+    spec.limits = options.import_limits;
+    ran = run_sandboxed(spec);
   }
-  std::remove(path.c_str());
-  rmdir(dir);
-  if (!ran) return std::unexpected(ran.error());
-  if (!ran->ok()) {
+  Json imported;
+  if (ran && ran->exit_code == 0 && !ran->timed_out) imported = Json::parse(ran->out, nullptr, false);
+  const std::string host_weights = options.params_dir + "/" + weights;
+  const bool made_weights = std::rename((dir + "/" + weights).c_str(), host_weights.c_str()) == 0;
+  remove_tree(dir);
+  // A model that made no task leaves no weights behind.
+  auto fail = [&](std::string reason, std::string detail) {
+    if (made_weights) std::remove(host_weights.c_str());
+    return std::unexpected(LlmImportError{std::move(reason), std::move(detail)});
+  };
+  if (!ran) return fail("import", ran.error());
+  if (ran->timed_out || ran->limit_hit == "wall" || ran->limit_hit == "cpu") {
+    const bool cpu = ran->limit_hit == "cpu";
+    char why[96];
+    std::snprintf(why, sizeof why, "the model's import ran past its %s limit (%g s)", cpu ? "CPU-time" : "wall-clock",
+                  cpu ? options.import_limits.cpu_s : options.import_limits.wall_s);
+    return fail("timeout", why);
+  }
+  if (ran->exit_code != 0) {
     std::string err = ran->err;
     while (!err.empty() && err.back() == '\n') err.pop_back();
     auto last = err.rfind('\n');
-    return std::unexpected("bridge " + ran->describe() + ": " +
-                           (last == std::string::npos ? err : err.substr(last + 1)));
+    std::string why = ran->limit_hit.empty() ? "exit " + std::to_string(ran->exit_code) : ran->limit_hit + " limit";
+    return fail("import", "bridge " + why + ": " + (last == std::string::npos ? err : err.substr(last + 1)));
   }
-  Json imported = Json::parse(ran->out, nullptr, false);
-  if (!imported.is_object()) return std::unexpected("the bridge printed no JSON record");
-  if (imported.value("kind", "") != "task") return std::unexpected(imported.value("error", "the bridge made no task"));
+  if (!imported.is_object()) return fail("import", "the bridge printed no JSON record");
+  if (imported.value("kind", "") != "task") return fail("import", imported.value("error", "the bridge made no task"));
   // The importer's own fields (kernelbench id, level, scratch file) do not apply.
   Json record = {{"kind", "task"}, {"id", id}, {"source", "llm"}, {"program", imported["program"]}, {"seed", seed}};
+  move_param_paths(record["program"], dir + "/" + weights, host_weights);
   if (imported.contains("derived_inputs")) record["derived_inputs"] = imported["derived_inputs"];
   return record;
 }
@@ -126,7 +187,7 @@ std::expected<Json, LlmComposer::Failure> LlmComposer::attempt() {
   char id[64];
   std::snprintf(id, sizeof id, "llm-%llu-%06zu", static_cast<unsigned long long>(m_options.seed), m_tasks);
   auto imported = import_model_py(*code, id, seed, m_options);
-  if (!imported) return std::unexpected(Failure{"import", imported.error()});
+  if (!imported) return std::unexpected(Failure{imported.error().reason, imported.error().detail});
   // A refused task leaves no weights behind (the importer names them by id).
   std::string weights = m_options.params_dir + "/kernelbench-" + id + ".safetensors";
   auto checked = check_task(*imported);

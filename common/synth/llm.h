@@ -2,7 +2,8 @@
 // KernelBench-style model.py built from 2-5 sampled op/module records, and
 // import the answer through the KernelBench importer
 // (bridge/import_kernelbench.py: torch.export, weights to safetensors) into a
-// task record. Every failure is a counted reason, never fatal.
+// task record. The model's code runs only in the sandbox (sandbox/sandbox.h: no network, the project read-only, time
+// and memory limits). Every failure is a counted reason, never fatal.
 #pragma once
 
 #include <expected>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/sandbox.h"
 #include "synth/grammar.h"
 #include "util/jsonl.h"
 
@@ -29,7 +31,8 @@ struct LlmOptions {
   double target_ms = 2;
   std::string device = "h200";
   std::string params_dir = "llm-params";  // where the importer writes each task's weights
-  double import_timeout_s = 300;
+  // The importer's sandbox: wall and CPU seconds, address space (torch reserves much), processes (torch's threads).
+  SandboxLimits import_limits{.wall_s = 300, .cpu_s = 300, .memory_bytes = int64_t{16} << 30, .processes = 256};
   uint64_t seed = 0;
 };
 
@@ -43,13 +46,21 @@ Json chat_request(const LlmOptions& options, const std::string& prompt, uint64_t
 /// Errors: "not a chat completion: ..." or "no code block in the reply".
 std::expected<std::string, std::string> code_from_reply(const std::string& body);
 
-/// Writes `code` to a scratch <id>.py and runs the KernelBench importer on it
-/// (import_bridge_command finds Python and the script; model weights drawn
-/// with `seed` go to <params_dir>/kernelbench-<id>.safetensors);
-/// returns {kind:"task", id, source:"llm", program, seed, derived_inputs?},
-/// or the importer's import_error message or last stderr line.
-std::expected<Json, std::string> import_model_py(const std::string& code, const std::string& id, uint64_t seed,
-                                                 const LlmOptions& options);
+/// Why import_model_py made no task: `reason` is counted ("import", or "timeout" when the importer ran past
+/// import_limits' wall or CPU time), `detail` says what happened.
+struct LlmImportError {
+  std::string reason;
+  std::string detail;
+};
+
+/// Writes `code` to <id>.py in a scratch folder made inside options.params_dir and runs the KernelBench importer on
+/// it in the sandbox (run_sandboxed with options.import_limits; import_bridge_command finds Python and the script):
+/// nothing but the scratch folder is writable, there is no network, and a model that never finishes is killed at
+/// the wall limit. Weights drawn with `seed` move to <params_dir>/kernelbench-<id>.safetensors; the scratch folder
+/// and everything the code left in it are removed. Returns {kind:"task", id, source:"llm", program, seed,
+/// derived_inputs?}, or the importer's import_error message, its last stderr line, or the limit it ran past.
+std::expected<Json, LlmImportError> import_model_py(const std::string& code, const std::string& id, uint64_t seed,
+                                                    const LlmOptions& options);
 
 class LlmComposer {
  public:
@@ -57,7 +68,7 @@ class LlmComposer {
   LlmComposer(std::vector<Json> records, LlmOptions options, HttpPost post);
 
   /// One request: a checked task record, or the reason it failed ("http",
-  /// "no code block", "import", "check", "duplicate"), which is also counted.
+  /// "no code block", "import", "timeout", "check", "duplicate"), which is also counted.
   std::expected<Json, std::string> next();
 
   size_t requests() const { return m_requests; }

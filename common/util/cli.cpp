@@ -1,6 +1,10 @@
 #include "util/cli.h"
 
 #include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -17,7 +21,7 @@ ToolCli::ToolCli(std::string name, std::string description)
   // As in most Unix tools, an option given twice takes its last value, so scripts can override a default set earlier.
   m_app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   m_app.set_version_flag("--version", m_name + " (cuda-agent) " CA_VERSION);
-  m_app.add_option("-j,--jobs", m_common.jobs, "Parallel jobs")->capture_default_str()->check(CLI::PositiveNumber);
+  m_app.add_option("-j,--jobs", m_common.jobs, "Parallel jobs")->capture_default_str()->check(count(4096));
   m_app.add_option("--seed", m_common.seed, "Seed for everything random")->capture_default_str();
   m_app.add_flag("-q,--quiet", m_common.quiet, "Print errors only");
   m_app.add_flag("-v,--verbose", m_common.verbose, "Print progress details");
@@ -38,6 +42,118 @@ void ToolCli::default_jobs(unsigned jobs, const std::string& help) {
 }
 
 namespace {
+
+// A number as a flag's error prints it: %g without the exponent's plus and leading zeros (1e6, 2.5e-5).
+std::string short_number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  std::string out = text;
+  if (auto e = out.find('e'); e != std::string::npos) {
+    size_t digits = e + 1;
+    if (out[digits] == '+') out.erase(digits, 1);
+    if (out[digits] == '-') ++digits;
+    while (digits + 1 < out.size() && out[digits] == '0') out.erase(digits, 1);
+  }
+  return out;
+}
+
+// The text of a flag's value as an error quotes it: at most 24 characters.
+std::string quoted_value(const std::string& text) {
+  return text.size() <= 24 ? text : text.substr(0, 21) + "...";
+}
+
+// The value of `text` when all of it is a number (strtod's syntax: nan and inf included).
+std::optional<double> as_number(const std::string& text) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  double value = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+CLI::Validator number_in(double low, double high, std::string_view brackets) {
+  const bool low_open = brackets.size() == 2 && brackets[0] == '(';
+  const bool high_open = brackets.size() == 2 && brackets[1] == ')';
+  const std::string range =
+      std::string(low_open ? "(" : "[") + short_number(low) + ", " + short_number(high) + (high_open ? ")" : "]");
+  // No description: --help shows the type as before; the man pages list the ranges.
+  return CLI::Validator(
+      [=](std::string& input) -> std::string {
+        std::optional<double> value = as_number(input);
+        if (!value) return quoted_value(input) + " is not a number";
+        if (!std::isfinite(*value)) return quoted_value(input) + " is not a finite number";
+        bool below = low_open ? *value <= low : *value < low;
+        bool above = high_open ? *value >= high : *value > high;
+        if (below || above) return quoted_value(input) + " is not in " + range;
+        return "";
+      },
+      "", "RANGE");
+}
+
+CLI::Validator positive(double high) {
+  return number_in(0, high, "(]");
+}
+
+CLI::Validator non_negative(double high) {
+  return number_in(0, high);
+}
+
+CLI::Validator count(double high) {
+  return number_in(1, high);
+}
+
+CLI::Validator seconds() {
+  return number_in(0, 1e6, "(]");
+}
+
+namespace {
+
+// Every option of `app` and of its subcommands, at any depth.
+void collect_options(CLI::App& app, std::vector<CLI::Option*>& options) {
+  for (CLI::Option* option : app.get_options([](const CLI::Option*) { return true; })) options.push_back(option);
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) collect_options(*sub, options);
+}
+
+// CLI11's stock ranges let NaN through and print DBL_MAX in full when they refuse: swap them for ours, which tools
+// that still name CLI::PositiveNumber or CLI::NonNegativeNumber get without a change.
+void replace_stock_ranges(CLI::App& app) {
+  std::vector<CLI::Option*> options;
+  collect_options(app, options);
+  for (CLI::Option* option : options) {
+    for (const auto& [name, ours] : {std::pair{"POSITIVE", positive()}, std::pair{"NONNEGATIVE", non_negative()}}) {
+      try {
+        *option->get_validator(name) = ours;
+      } catch (const CLI::OptionNotFound&) {  // the option has no such check
+      }
+    }
+  }
+}
+
+// The checks every numeric flag gets, whatever its own (ToolCli::parse): the first value that fails, as an error.
+std::optional<std::string> numeric_flag_error(CLI::App& app) {
+  std::vector<CLI::Option*> options;
+  collect_options(app, options);
+  for (const CLI::Option* option : options) {
+    if (option->count() == 0) continue;
+    const std::string type = option->get_type_name();
+    const bool floating = type.starts_with("FLOAT"), is_unsigned = type.starts_with("UINT");
+    if (!floating && !is_unsigned && !type.starts_with("INT")) continue;
+    const std::string name = option->get_name();
+    for (const std::string& text : option->results()) {
+      std::optional<double> value = as_number(text);
+      if (!value) continue;  // CLI11 refused it already, or it is a size with a suffix
+      if (!std::isfinite(*value)) return name + ": " + quoted_value(text) + " is not a finite number";
+      if (is_unsigned && *value < 0) return name + ": " + quoted_value(text) + " is negative; it must be at least 0";
+      if (floating && std::abs(*value) > k_flag_magnitude_limit)
+        return name + ": " + quoted_value(text) + " is not in [-" + short_number(k_flag_magnitude_limit) + ", " +
+               short_number(k_flag_magnitude_limit) + "]";
+    }
+  }
+  return std::nullopt;
+}
 
 std::string lowercase_first(std::string text) {
   // "The following ..." -> "the following ...", but "FILE is required" stays.
@@ -77,6 +193,7 @@ std::string suggestion_for(const CLI::App& app, int argc, char** argv) {
 
 std::optional<ExitCode> ToolCli::parse(int argc, char** argv) {
   install_interrupt_handlers();
+  replace_stock_ranges(m_app);
   try {
     m_app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -97,6 +214,7 @@ std::optional<ExitCode> ToolCli::parse(int argc, char** argv) {
     }
     return usage_error(message);
   }
+  if (auto numeric = numeric_flag_error(m_app)) return usage_error(*numeric);
   if (m_common.quiet) set_log_level(LogLevel::quiet);
   if (m_common.verbose) set_log_level(LogLevel::verbose);
   return std::nullopt;

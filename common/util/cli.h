@@ -1,11 +1,13 @@
 // The command-line conventions every tool shares: --help and --version on
 // stdout with exit 0, usage errors as one line plus a hint with exit 64,
-// and the common flags -j/--jobs, --seed, -q/--quiet, -v/--verbose.
+// the common flags -j/--jobs, --seed, -q/--quiet, -v/--verbose, and the
+// range checks of numeric flags.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
@@ -20,6 +22,24 @@ struct CommonOptions {
   bool verbose = false;
 };
 
+/// The largest magnitude a floating-point flag may have where its own check names no bound: beyond any count, rate or
+/// duration a tool means, and small enough that no seconds or milliseconds flag overflows a timer.
+inline constexpr double k_flag_magnitude_limit = 1e9;
+
+/// A range check for a numeric flag, for ->check(): NaN, infinities, text that is no number and values outside the
+/// range are usage errors that name the range in short numbers ("--timeout: 1e300 is not in (0, 1e6]"). `brackets`
+/// says which ends are included: "[]", "(]", "[)" or "()".
+CLI::Validator number_in(double low, double high, std::string_view brackets = "[]");
+/// (0, high]: sizes, rates, factors.
+CLI::Validator positive(double high = k_flag_magnitude_limit);
+/// [0, high]: where 0 means none or off.
+CLI::Validator non_negative(double high = k_flag_magnitude_limit);
+/// [1, high]: how many of something to do or use (trials, rounds, threads, tasks).
+CLI::Validator count(double high = k_flag_magnitude_limit);
+/// (0, 1e6] seconds, for timeouts and limits: a million seconds (11.6 days) outlasts any run, and beyond it a timer's
+/// milliseconds overflow.
+CLI::Validator seconds();
+
 class ToolCli {
  public:
   /// `name` is the executable ("ca-crawl"); it also becomes the log prefix.
@@ -33,7 +53,10 @@ class ToolCli {
   const CommonOptions& common() const { return m_common; }
 
   /// Parses argv. Returns the code to exit with when parsing ends the run
-  /// (--help, --version, a usage error), or nullopt to go on.
+  /// (--help, --version, a usage error), or nullopt to go on. Every numeric flag of every tool is checked here,
+  /// whatever its own check: NaN and infinities, a negative value for an unsigned one (which would wrap to 2^64-1),
+  /// and a floating-point value beyond k_flag_magnitude_limit are usage errors; CLI11's stock PositiveNumber and
+  /// NonNegativeNumber are replaced by positive() and non_negative(), whose errors print no 309-digit bound.
   std::optional<ExitCode> parse(int argc, char** argv);
 
  private:

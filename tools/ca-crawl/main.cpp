@@ -37,7 +37,7 @@ int main(int argc, char** argv) try {
   kernelbench->add_option("DIR", import.dirs, "Folders of problem files (levelN gives level N)")->required();
   kernelbench->add_option("--scale", import.scale, "Divide literal sizes >= 16 by S, to no less than 16")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(count(1e6));
   kernelbench->add_option("--params-dir", import.params_dir, "Where the weights go (default: the output's folder)");
   std::string digests_path;
   kernelbench->add_option("--dump", import.dump_dir, "Write each task's inputs and interpreter outputs here");

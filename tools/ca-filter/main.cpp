@@ -21,15 +21,17 @@ int main(int argc, char** argv) try {
                  "Task records not to resemble (e.g. the KernelBench import); repeatable");
   app.add_option("--device", device_name, "Device to run and time on: cpu or cuda")->capture_default_str();
   auto* min_flag =
-      app.add_option("--min-ms", options.min_ms, "Eager median at least (default cpu 0.01, cuda 1; 0: none)");
+      app.add_option("--min-ms", options.min_ms, "Eager median at least (default cpu 0.01, cuda 1; 0: none)")
+          ->check(non_negative(1e6));
   auto* max_flag =
-      app.add_option("--max-ms", options.max_ms, "Eager median at most (default cpu 1000, cuda 100; 0: none)");
+      app.add_option("--max-ms", options.max_ms, "Eager median at most (default cpu 1000, cuda 100; 0: none)")
+          ->check(non_negative(1e6));
   app.add_option("--calls", options.timed_calls, "Timed eager calls after one warm-up")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(count(1e6));
   app.add_option("--threads", run.threads, "cpu: threads of eager (intra-op) and of the compiled baseline")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(count(4096));
   app.add_flag("--compile", compile,
                "Check that the task runs under torch.compile (default on cuda; minutes a task on cpu)");
   app.add_flag("--no-compile", no_compile, "Do not check torch.compile (default on cpu)");
@@ -38,12 +40,12 @@ int main(int argc, char** argv) try {
   app.add_option("--max-similarity", options.max_similarity,
                  "Reject at this op-shingle similarity to a reference task or above")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(number_in(0, 1));
   app.add_option("--rounding-share", options.rounding_share,
                  "Reject (noise-output) when a float64 run of the task, rounded, fails verification at this share of "
                  "--atol/--rtol (0: no check)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(number_in(0, 1));
   app.add_flag("--fail-fast", run.fail_fast, "Stop at the first record that cannot be judged");
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
 

@@ -20,10 +20,12 @@ int main(int argc, char** argv) try {
   cli.app().add_option("--rule", rule_name, "Reward rule: paper, binary or log-speedup")->capture_default_str();
   cli.app()
       .add_option("--eager-threshold", options.eager_threshold, "Speedup over eager that counts as faster")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(positive(1e6));
   cli.app()
       .add_option("--compile-threshold", options.compile_threshold, "Speedup over compile that counts as faster")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(positive(1e6));
   cli.app().add_flag("--fail-fast", fail_fast, "Stop at the first bad record");
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
 

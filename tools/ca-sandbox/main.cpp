@@ -30,23 +30,21 @@ int main(int argc, char** argv) try {
   exec_cmd->add_option("WORKSPACE", workspace, "Workspace directory")->required();
   exec_cmd->add_option("CMD", command, "Command and arguments, after --")->required();
   exec_cmd->add_flag("--gpu", gpu, "Give the command the GPU devices (/dev/nvidia*)");
-  exec_cmd->add_option("--wall", limits.wall_s, "Wall-clock limit, seconds")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  exec_cmd->add_option("--wall", limits.wall_s, "Wall-clock limit, seconds")->capture_default_str()->check(seconds());
   exec_cmd->add_option("--cpu", limits.cpu_s, "CPU-time limit per process, seconds")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(seconds());
   exec_cmd->add_option("--memory", limits.memory_bytes, "Address-space limit per process, bytes (K, M, G suffixes)")
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(false))
-      ->check(CLI::PositiveNumber);
+      ->check(positive(1e15));
   exec_cmd->add_option("--processes", limits.processes, "Process limit of the sandbox user")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(count(1e6));
   exec_cmd->add_option("--file-size", limits.file_bytes, "Largest file the command may write, bytes (K, M, G suffixes)")
       ->capture_default_str()
       ->transform(CLI::AsSizeValue(false))
-      ->check(CLI::PositiveNumber);
+      ->check(positive(1e15));
 
   auto* pack_cmd = app.add_subcommand("pack", "Pack a workspace into a .tar.gz (or .tar.zst) snapshot");
   std::string archive, destination;

@@ -21,19 +21,19 @@ int main(int argc, char** argv) try {
   LlmOptions llm;
   cli.app().add_option("FILE", ops_path, "Op records (ca-crawl ops), - for stdin")->capture_default_str();
   cli.app().add_option("-o,--output", output, "Output file, - for stdout")->capture_default_str();
-  cli.app().add_option("-n,--count", count, "Tasks to make")->capture_default_str();
+  cli.app().add_option("-n,--count", count, "Tasks to make")->capture_default_str()->check(ca::count(1e9));
   cli.app().add_option("--mix", mix_text, "Weights of tasks with 1,2,3,4,5 ops")->capture_default_str();
   cli.app()
       .add_option("--target-ms", options.target_ms, "Estimated runtime to size tasks toward")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive(1e6));
   cli.app()
       .add_option("--cost-model", cost_model, "Device whose runtime the estimate models: h200 or cpu")
       ->capture_default_str();
   cli.app()
       .add_option("--max-elements", options.max_elements, "Largest tensor of a task, in elements")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(ca::count(1e12));
   cli.app().add_option("--llm", llm.url,
                        "OpenAI-compatible API base URL (e.g. http://localhost:8000/v1): ask it instead of the grammar");
   cli.app().add_option("--model", llm.model, "Model name for --llm");
@@ -42,11 +42,20 @@ int main(int argc, char** argv) try {
   cli.app()
       .add_option("--params-dir", llm.params_dir, "Where --llm tasks' weights go (safetensors)")
       ->capture_default_str();
-  cli.app().add_option("--temperature", llm.temperature, "Sampling temperature for --llm")->capture_default_str();
+  cli.app()
+      .add_option("--temperature", llm.temperature, "Sampling temperature for --llm")
+      ->capture_default_str()
+      ->check(non_negative(10));
   cli.app()
       .add_option("--request-timeout", timeout_s, "Seconds for one --llm request")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(seconds());
+  cli.app()
+      .add_option_function<double>(
+          "--import-timeout", [&llm](double s) { llm.import_limits.wall_s = llm.import_limits.cpu_s = s; },
+          "Seconds of wall clock and CPU the sandbox gives one --llm model's import (its code runs there)")
+      ->default_str(std::to_string(int(llm.import_limits.wall_s)))
+      ->check(seconds());
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
 
   auto mix = parse_mix(mix_text);

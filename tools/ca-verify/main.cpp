@@ -21,9 +21,7 @@ int main(int argc, char** argv) try {
   app.add_option("FILE", inputs, "Candidate JSONL files, - for stdin (default)");
   app.add_option("-o,--output", output, "Output file, - for stdout")->capture_default_str();
   add_candidate_source_flags(app, sources, "verify");
-  app.add_option("--trials", options.trials, "Trials on fresh inputs")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+  app.add_option("--trials", options.trials, "Trials on fresh inputs")->capture_default_str()->check(count(1e6));
   add_tolerance_flags(app, options.tolerance, "the outputs");
   add_runner_timeout_flag(app, options.limits);
   add_build_flags(app, options.build);
