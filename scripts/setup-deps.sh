@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ pkg-config clang-format libcli11-dev nlohmann-json3-dev libarchive-dev bubblewrap
-          libgtest-dev libcurl4-openssl-dev ca-certificates libgloo-dev)
+          libgtest-dev libcurl4-openssl-dev libcpp-httplib-dev ca-certificates parallel libgloo-dev)
 python3 -c 'import venv, ensurepip' 2>/dev/null || packages+=(python3-venv)
 
 missing=()
