@@ -4,6 +4,7 @@
 #include "runner/run_candidate.h"
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -168,7 +169,7 @@ class FileChannel final : public CallChannel {
   ResultsFile& m_results;
 };
 
-std::expected<void, RunError> write_line(int fd, const std::string& text) {
+std::expected<void, RunError> write_line(int fd, std::string_view text) {
   for (size_t sent = 0; sent < text.size();) {
     ssize_t w = ::write(fd, text.data() + sent, text.size() - sent);
     if (w < 0 && errno == EINTR) continue;
@@ -204,6 +205,18 @@ std::expected<std::optional<std::string>, RunError> read_line(FILE* in, LineBuff
   }
 }
 
+// "<mark> <index>" on the pipe, then the whole process stops itself until the trusted side continues it. The line is
+// formatted on the stack and the stop is one system call, so that the edges of a timed window hold as little of the
+// runner's own work as possible: the ping (serve_requests) holds the same.
+std::expected<void, RunError> stop_at(int out_fd, const char* mark, size_t index) {
+  char line[64];
+  int n = std::snprintf(line, sizeof line, "%s %zu\n", mark, index);
+  if (auto sent = write_line(out_fd, std::string_view(line, size_t(n))); !sent) return Error(sent.error());
+  if (::kill(::getpid(), SIGSTOP) != 0)
+    return Error({RunFailure::io_error, std::string("SIGSTOP: ") + std::strerror(errno)});
+  return {};
+}
+
 // The serve pipe (serve_requests): a call starts when its line comes, and its report goes back as a line.
 class PipeChannel final : public CallChannel {
  public:
@@ -225,6 +238,7 @@ class PipeChannel final : public CallChannel {
   std::expected<void, RunError> report(const CallReport& report) override {
     return write_line(m_out, to_json(report).dump() + "\n");
   }
+  std::expected<void, RunError> hold(const char* mark, size_t index) override { return stop_at(m_out, mark, index); }
 
  private:
   FILE* m_in;
@@ -254,8 +268,9 @@ struct CallRun {
 // A served cpu call on the trusted side's regions (RunRequest::input_region): the inputs are where the trusted side
 // wrote them and the candidate writes its outputs straight into their slices, poisoned there by the trusted side,
 // which also checks both after the call. Nothing but the call itself happens between the "call" line and the report.
-CallRun run_call_in_place(const RunRequest& request, size_t index, uint64_t seed, ForwardFn forward, Device& device,
-                          const OutputRegion& inputs_region, OutputRegion& region) {
+std::expected<CallRun, RunError> run_call_in_place(const RunRequest& request, size_t index, uint64_t seed,
+                                                   ForwardFn forward, Device& device, const OutputRegion& inputs_region,
+                                                   OutputRegion& region, CallChannel& channel) {
   const CallSpec& call = request.calls[index];
   TensorViews inputs, outputs;
   for (size_t i = 0; i < request.tensors.size(); ++i) {
@@ -280,10 +295,14 @@ CallRun run_call_in_place(const RunRequest& request, size_t index, uint64_t seed
   device.fill_context(ctx);
   CallClock& clock = device.clock();
   open_workspace(&device);
+  // The trusted side writes the inputs while the process is stopped here and counts its CPU time from the continue
+  // to the stop after the call: the call and nothing of the protocol's (the line, its parse, the report).
+  if (auto held = channel.hold("at", index); !held) return Error(held.error());
   clock.start();
   int rc = forward(&ctx, inputs.tensors.data(), int(inputs.tensors.size()), outputs.tensors.data(),
                    int(outputs.tensors.size()));
   ClockSample sample = clock.stop();
+  if (auto held = channel.hold("end", index); !held) return Error(held.error());
   open_workspace(nullptr);
   device.end_call();
   CallRun run;
@@ -552,8 +571,7 @@ std::expected<RunSummary, RunError> CandidateRunner::run_request(const RunReques
     if (interrupted()) return Error({RunFailure::interrupted, "interrupted before call " + std::to_string(i)});
     auto seed = calls.start(i, request.calls[i]);
     if (!seed) return Error(seed.error());
-    auto run = m_inputs ? std::expected<CallRun, RunError>(
-                              run_call_in_place(request, i, *seed, m_forward, *m_device, *m_inputs, *m_region))
+    auto run = m_inputs ? run_call_in_place(request, i, *seed, m_forward, *m_device, *m_inputs, *m_region, calls)
                         : run_call(request, i, *seed, m_forward, *m_device, *m_region);
     if (!run) return Error(run.error());
     if (auto written = calls.report(run->report); !written) return Error(written.error());
@@ -583,6 +601,9 @@ std::expected<void, RunError> serve_requests(int in_fd, int out_fd, CandidateRun
     unsigned long long ping = 0;
     int used = 0;
     if (std::sscanf(path.c_str(), "ping %llu%n", &ping, &used) == 1 && size_t(used) == path.size()) {
+      for (const char* mark : {"at", "end"}) {
+        if (auto held = stop_at(out_fd, mark, size_t(ping)); !held) return Error(held.error());
+      }
       CallReport pong;
       pong.call = ping;
       if (auto sent = write_line(out_fd, to_json(pong).dump() + "\n"); !sent) return Error(sent.error());

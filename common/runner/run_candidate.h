@@ -102,17 +102,27 @@ class CallChannel {
   virtual std::expected<uint64_t, RunError> start(size_t index, const CallSpec& call) = 0;
   /// The call's report, before the next start.
   virtual std::expected<void, RunError> report(const CallReport& report) = 0;
+  /// At the edges of a call on the trusted side's input slot (mark "at" right before ca_forward, "end" right after
+  /// it): says so and waits until the trusted side lets the process go on. The pipe: "<mark> <index>", then the process
+  /// stops itself (SIGSTOP). Nothing for a request's own seeds.
+  virtual std::expected<void, RunError> hold(const char* mark, size_t index) {
+    (void)mark;
+    (void)index;
+    return {};
+  }
 };
 
 /// ca-runner --serve, the conversation with the trusted side (runner_calls.h), one line each way at a time:
-///   "ping <n>" -> a report of call n that ran nothing (only before a request: the trusted side measures the
-///   runner's share of a call before the candidate is loaded);
+///   "ping <n>" -> "at <n>" and a stop (SIGSTOP to itself), "end <n>" and a stop, then a report of call n that ran
+///   nothing (only before a request: the trusted side measures the runner's share of a timed window before the
+///   candidate is loaded);
 ///   a request path -> "ready" once the library is loaded and the regions mapped, then for each call i in order
-///   "call <i> <seed>" -> the call's report (protocol.h to_json(CallReport)) as one line. The runner is stopped
-///   (SIGSTOP) between a report and the next "call" line while the trusted side checks that call's outputs and
-///   writes the next call's inputs; the time the trusted side counts on cpu is from sending "call" to reading the
-///   report. Returns at end of input, or with the first failure that ends the runner (the request's path is in the
-///   message). The runner is the caller's, so that a process about to exit need not destroy it.
+///   "call <i> <seed>" -> (with an input slot: "at <i>" and a stop right before ca_forward, "end <i>" and a stop right
+///   after it) the call's report (protocol.h to_json(CallReport)) as one line. While the runner is stopped at "at" the
+///   trusted side writes the call's inputs; at "end" it fixes its outputs; on cpu the time it counts is the process's
+///   CPU time between the two. Returns at end of input, or with the first failure that ends the runner (the
+///   request's path is in the message). The runner is the caller's, so that a process about to exit need not destroy
+///   it.
 std::expected<void, RunError> serve_requests(int in_fd, int out_fd, CandidateRunner& runner);
 
 /// The exit code ca-runner uses for each failure (documented in ca-runner(1)).

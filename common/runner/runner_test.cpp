@@ -271,9 +271,25 @@ class ServedRunner {
   std::string ask(const std::string& request_path) {
     std::string line = request_path + "\n";
     EXPECT_EQ(::write(m_in, line.data(), line.size()), ssize_t(line.size()));
+    return next_line();
+  }
+  std::string next_line() {
     char buffer[4096];
     if (std::fgets(buffer, sizeof buffer, m_out) == nullptr) return "";
     return buffer;
+  }
+  // Sends `line` ("call <i> <seed>" or "ping <i>") as the trusted side does and lets the runner through its holds
+  // ("at i" and "end i": it stops itself at each, and this continues it once it is stopped); returns the report line.
+  std::string held(const std::string& line, size_t i) {
+    std::string at = ask(line);
+    for (std::string mark : {"at", "end"}) {
+      std::string line = mark == "at" ? at : next_line();
+      if (line != mark + " " + std::to_string(i) + "\n") return line;
+      int status = 0;
+      if (::waitpid(m_pid, &status, WUNTRACED) != m_pid || !WIFSTOPPED(status)) return "";
+      ::kill(m_pid, SIGCONT);
+    }
+    return next_line();
   }
   // Runs request `r`, saved at `path`, as the trusted side does: the path, "ready", then "call <i> <seed>" for each
   // call and its report. "done\n" once every call was reported, "" when the runner stopped answering.
@@ -413,7 +429,7 @@ TEST_F(RunnerTest, ServedCpuCallsTakeTheTrustedSidesInputsAndNoSeedFromTheReques
   for (size_t call = 0; call < 2; ++call) {
     auto* input = reinterpret_cast<float*>(slot->data());
     for (int i = 0; i < 1000; ++i) input[i] = float(i % 7) - 3.0f - float(call);
-    auto report = parse_call_report(runner.ask("call " + std::to_string(call) + " 99"));
+    auto report = parse_call_report(runner.held("call " + std::to_string(call) + " 99", call));
     ASSERT_TRUE(report) << report.error() << served_stderr();
     EXPECT_EQ(report->output_bytes, 4000);
     std::vector<float> output = as_floats(outputs_of(call));
@@ -430,7 +446,7 @@ TEST_F(RunnerTest, ServedCpuCallsTakeTheTrustedSidesInputsAndNoSeedFromTheReques
 
 TEST_F(RunnerTest, PingsAreAnsweredAsEmptyCalls) {
   ServedRunner runner((m_dir / "stderr.txt").string());
-  auto report = parse_call_report(runner.ask("ping 3"));
+  auto report = parse_call_report(runner.held("ping 3", 3));
   ASSERT_TRUE(report) << report.error();
   EXPECT_EQ(report->call, 3u);
   EXPECT_EQ(runner.finish().code, 0);

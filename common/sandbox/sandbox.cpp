@@ -722,9 +722,16 @@ bool SandboxSession::freeze() {
   if (m_process->frozen) return true;
   if (m_process->command < 0) m_process->command = command_process(m_process->child.pid);
   if (m_process->command < 0 || ::kill(m_process->command, SIGSTOP) != 0) return false;
-  m_process->frozen = true;
+  return await_stop();
+}
+
+bool SandboxSession::await_stop() {
+  if (!running()) return false;
+  if (m_process->command < 0) m_process->command = command_process(m_process->child.pid);
+  if (m_process->command < 0) return false;
   const auto give_up = Clock::now() + std::chrono::seconds(5);
   while (!all_threads_stopped(m_process->command) && Clock::now() < give_up) ::sched_yield();
+  m_process->frozen = true;
   return true;
 }
 

@@ -104,6 +104,10 @@ class SandboxSession {
   /// command's process: the caller makes sure it has no other (the runner's seccomp filter forbids forks). False
   /// when there is no such process (it ended, or never started).
   bool freeze();
+  /// Waits until the command's process, every thread of it, is stopped by a stop it raised itself (a runner holding at
+  /// the edge of a call, runner/run_candidate.h), at most 5 s, and takes it as frozen: thaw() continues it. False when
+  /// there is no such process (it ended, or never started).
+  bool await_stop();
   /// The CPU time the command's process has used so far, every thread of it, those that ended included, as the
   /// kernel accounts it (clock_getcpuclockid), in microseconds; nullopt before freeze() found it or once it is gone.
   std::optional<double> command_cpu_us() const;

@@ -469,24 +469,44 @@ std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<R
     if (!line) s.sandbox.reset();
     return line;
   };
+  // The runner's "<mark> <index>" line, then its stop (run_candidate.h, serve_requests): true once it is stopped
+  // there, false when it ended or said anything else (protocol_error says what).
+  auto held = [&](const char* mark, size_t index) -> std::expected<bool, std::string> {
+    auto line = answer();
+    if (!line) return std::unexpected(line.error());
+    if (!*line) return false;
+    if (**line != std::string(mark) + " " + std::to_string(index)) {
+      protocol_error =
+          "sent \"" + (*line)->substr(0, 80) + "\" where \"" + mark + " " + std::to_string(index) + "\" belongs";
+      return false;
+    }
+    return s.sandbox->await_stop();
+  };
   if (!s.sandbox) {
     auto sandbox = SandboxSession::start(s.setup.spec);
     if (!sandbox) return Error(sandbox.error());
     s.sandbox = std::move(*sandbox);
-    // What every cpu call's time holds besides the call: the runner's CPU time to read a line and answer it,
-    // measured as a call's is but before any of the candidate's code is in the runner (the least of k_pings).
+    // What every cpu call's time holds besides the call: the runner's CPU time from a continue to its next stop, with
+    // nothing between, measured as a call's is but before any of the candidate's code is in the runner (the least of
+    // k_pings).
     s.overhead_us = 0;
-    for (int ping = 0; ping < k_pings; ++ping) {
+    for (int ping = 0; ping < k_pings && protocol_error.empty(); ++ping) {
+      s.sandbox->send_line("ping " + std::to_string(ping));
+      auto at = held("at", size_t(ping));
+      if (!at) return Error(at.error());
+      if (!*at) break;                              // the runner is not up: the request below finds out how
       if (s.setup.clock) s.setup.clock->prepare();  // as before a call: the runner's own code starts from a cold cache
       const std::optional<double> cpu_before = s.sandbox->command_cpu_us();
       s.sandbox->thaw();
-      s.sandbox->send_line("ping " + std::to_string(ping));
-      auto line = answer();
-      if (!line) return Error(line.error());
-      if (!*line || !parse_call_report(**line)) break;  // the runner is not up: the request below finds out how
-      s.sandbox->freeze();
+      auto end = held("end", size_t(ping));
+      if (!end) return Error(end.error());
+      if (!*end) break;
       const std::optional<double> cpu_after = s.sandbox->command_cpu_us();
-      if (!cpu_before || !cpu_after) continue;  // the first ping finds the runner's process
+      s.sandbox->thaw();
+      auto pong = answer();
+      if (!pong) return Error(pong.error());
+      if (!*pong || !parse_call_report(**pong)) break;
+      if (!cpu_before || !cpu_after) continue;
       s.overhead_us = s.overhead_us == 0 ? *cpu_after - *cpu_before : std::min(s.overhead_us, *cpu_after - *cpu_before);
     }
   }
@@ -503,21 +523,27 @@ std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<R
     if (alive && **ready != "ready") protocol_error = "answered \"" + (*ready)->substr(0, 80) + "\" to its request";
   }
   for (size_t i = 0; alive && protocol_error.empty() && i < calls.size(); ++i) {
-    // Stopped while this side writes what the call may see only once it starts, and checks the last call's outputs.
-    if (!s.sandbox->freeze()) {
-      if (s.sandbox->running())
-        return Error("cannot find the runner's process in its sandbox to stop it between calls");
-      alive = false;
-      break;
-    }
+    const std::string call_line = "call " + std::to_string(i) + " " + std::to_string(calls[i].seed);
+    std::optional<double> cpu_before, cpu_after;
     std::vector<uint64_t> input_hashes;
+    std::vector<uint64_t> changed_inputs;
     if (s.setup.inputs) {
+      // cpu: the runner stops itself right before the call ("at") and right after it ("end"); what the candidate's
+      // process does with this call's inputs happens between the two, whoever reports when (docs/EXPLOITS.md, C4, late
+      // writes), and the protocol's own work (the lines, the report) is outside.
+      s.sandbox->send_line(call_line);
+      auto at = held("at", i);
+      if (!at) return Error(at.error());
+      if (!*at) {
+        alive = !protocol_error.empty();  // else it ended
+        break;
+      }
       // The runner can cut either file short, and writing a page the file lost would be SIGBUS here.
       const auto& offsets = s.setup.layout.offsets[i];
-      bool held = s.setup.inputs->holds(0, s.setup.inputs->size());
+      bool whole = s.setup.inputs->holds(0, s.setup.inputs->size());
       for (size_t k = 0; k < offsets.size(); ++k)
-        held = held && s.setup.region->holds(offsets[k], s.setup.output_sizes[k]);
-      if (!held) {
+        whole = whole && s.setup.region->holds(offsets[k], s.setup.output_sizes[k]);
+      if (!whole) {
         protocol_error = "cut its input or output region short";
         break;
       }
@@ -525,47 +551,77 @@ std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<R
       if (!placed) return Error(placed.error());
       input_hashes = std::move(*placed);
       s.setup.clock->prepare();
+      cpu_before = s.sandbox->command_cpu_us();
+      s.sandbox->thaw();
+      auto end = held("end", i);
+      if (!end) return Error(end.error());
+      if (!*end) {
+        alive = !protocol_error.empty();
+        break;
+      }
+      cpu_after = s.sandbox->command_cpu_us();
+      // Fixed here, while it is stopped: nothing written after the call returned counts.
+      output_hashes[i] = hash_outputs(*s.setup.region, s.setup.layout.offsets[i], s.setup.output_sizes);
+      for (size_t k = 0; k < input_hashes.size(); ++k) {
+        const auto& spec = s.setup.tensors[k];
+        std::span<const uint8_t> slot(s.setup.inputs->data() + s.setup.input_layout.offsets[0][k],
+                                      size_t(spec.numel()) * dtype_size(spec.dtype));
+        if (hash_bytes(slot) != input_hashes[k]) changed_inputs.push_back(k);
+      }
+      s.sandbox->thaw();
+    } else {
+      // cuda: stopped between calls while this side checks the last call's outputs; the runner times the device.
+      if (!s.sandbox->freeze()) {
+        if (s.sandbox->running())
+          return Error("cannot find the runner's process in its sandbox to stop it between calls");
+        alive = false;
+        break;
+      }
+      const auto call_started = SteadyClock::now();
+      s.sandbox->thaw();
+      s.sandbox->send_line(call_line);
+      auto line = answer();
+      if (!line) return Error(line.error());
+      if (!line->has_value()) {
+        alive = false;
+        break;
+      }
+      const double call_us = microseconds(SteadyClock::now() - call_started);
+      s.sandbox->freeze();
+      auto report = parse_call_report(**line);
+      if (!report || report->call != i) {
+        protocol_error = "sent \"" + (*line)->substr(0, 80) + "\" as the report of call " + std::to_string(i);
+        break;
+      }
+      if (report->wall_us > call_us || report->device_us > call_us) {
+        // The device clock is the runner's; it cannot exceed the call as this side saw it.
+        protocol_error = "reported call " + std::to_string(i) + " as longer than it took";
+        break;
+      }
+      output_hashes[i] = hash_outputs(*s.setup.region, s.setup.layout.offsets[i], s.setup.output_sizes);
+      reports[i] = std::move(*report);
+      continue;
     }
-    // From before the resume to the moment every thread in the sandbox is stopped again: whatever the candidate's
-    // process does with this call's inputs counts, whoever reports when (docs/EXPLOITS.md, C4, late writes).
-    const auto call_started = SteadyClock::now();
-    const std::optional<double> cpu_before = s.sandbox->command_cpu_us();
-    s.sandbox->thaw();
-    s.sandbox->send_line("call " + std::to_string(i) + " " + std::to_string(calls[i].seed));
     auto line = answer();
     if (!line) return Error(line.error());
     if (!line->has_value()) {
       alive = false;
       break;
     }
-    const double call_us = microseconds(SteadyClock::now() - call_started);
-    s.sandbox->freeze();
-    const std::optional<double> cpu_after = s.sandbox->command_cpu_us();
     auto report = parse_call_report(**line);
     if (!report || report->call != i) {
       protocol_error = "sent \"" + (*line)->substr(0, 80) + "\" as the report of call " + std::to_string(i);
       break;
     }
-    if (s.setup.inputs) {
-      // Not the runner's clock, which is in the candidate's process (docs/EXPLOITS.md, C4), but the CPU time the kernel
-      // accounted to that whole process from thaw to freeze: every thread's work until it was stopped counts, and
-      // other processes' load on the machine does not. Less the protocol's own share; over the threads it may use.
-      if (!cpu_before || !cpu_after) return Error("cannot read the runner's CPU clock");
-      const double cpu_us = std::max(0.0, *cpu_after - *cpu_before - s.overhead_us);
-      report->wall_us = report->device_us = cpu_us / double(std::max(1, s.options.num_threads));
-      for (size_t k = 0; k < input_hashes.size(); ++k) {
-        const auto& spec = s.setup.tensors[k];
-        std::span<const uint8_t> slot(s.setup.inputs->data() + s.setup.input_layout.offsets[0][k],
-                                      size_t(spec.numel()) * dtype_size(spec.dtype));
-        if (hash_bytes(slot) != input_hashes[k]) report->changed_inputs.push_back(k);
-      }
-      report->inputs_changed = !report->changed_inputs.empty();
-    } else if (report->wall_us > call_us || report->device_us > call_us) {
-      // cuda: the device clock is the runner's; it cannot exceed the call as this side saw it.
-      protocol_error = "reported call " + std::to_string(i) + " as longer than it took";
-      break;
-    }
-    output_hashes[i] = hash_outputs(*s.setup.region, s.setup.layout.offsets[i], s.setup.output_sizes);
+    // Not the runner's clock, which is in the candidate's process (docs/EXPLOITS.md, C4), but the CPU time the kernel
+    // accounted to that whole process from the continue at "at" to the stop at "end": every thread's work until it
+    // was stopped counts, and other processes' load on the machine does not. Less the protocol's own share (a
+    // continue and a stop); over the threads it may use.
+    if (!cpu_before || !cpu_after) return Error("cannot read the runner's CPU clock");
+    const double cpu_us = std::max(0.0, *cpu_after - *cpu_before - s.overhead_us);
+    report->wall_us = report->device_us = cpu_us / double(std::max(1, s.options.num_threads));
+    report->changed_inputs = std::move(changed_inputs);
+    report->inputs_changed = !report->changed_inputs.empty();
     reports[i] = std::move(*report);
   }
   outcome.elapsed_us = microseconds(SteadyClock::now() - started);

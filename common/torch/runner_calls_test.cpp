@@ -79,24 +79,27 @@ TEST(CallFailureTest, EachReportedProblemHasItsStage) {
 // Fake runners: shell scripts that stand in for ca-runner --serve inside the real sandbox and say what a runner (or
 // a candidate that took it over) could say: reports on the pipe, lines in results.jsonl, bytes in the output region,
 // or damage to it. They answer pings, write the loaded event to $io/results.jsonl (io/round-K for request-K.json),
-// say "ready", and run the test's on_call for each "call <i> <seed>" line with $1 = i; $region is the one
-// io/outputs-*.bin. Each call's output, two float32 values, is 8 bytes at offset 4096 * call.
+// say "ready", and run the test's on_call for each "call <i> <seed>" line with $1 = i between the holds "at" and "end";
+// $region is the one io/outputs-*.bin. Each call's output, two float32 values, is 8 bytes at offset 4096 * call.
 const char* const k_fake_runner = R"sh(report() {  # call output_bytes? -> the call's report on the pipe
   bytes=${2:+,\"output_bytes\":$2}
   printf '{"call":%s,"seed":1,"rc":0,"inputs_changed":false,"wall_us":1%s,"ok":true}\n' "$1" "$bytes"
+}
+hold() {  # mark index -> the line, then a stop until the trusted side continues it, as ca-runner holds a call
+  echo "$1 $2"; kill -STOP $$
 }
 put() {  # slice [values] -> 1.0f and 2.0f (or 3.0f and 4.0f for odd values, default the slice) into the slice
   if [ $((${2:-$1} % 2)) = 0 ]; then value='\000\000\200\077\000\000\000\100'; else value='\000\000\100\100\000\000\200\100'; fi
   printf "$value" | dd of="$region" bs=4096 seek="$1" conv=notrunc 2>/dev/null
 }
 while read request; do
-  case "$request" in ping*) report "${request#ping }"; continue ;; esac
+  case "$request" in ping*) n=${request#ping }; hold at $n; hold end $n; report $n; continue ;; esac
   round=$(basename "$request" .json); io=$(dirname "$request")/io/round-${round#request-}
   region=$(ls "$(dirname "$request")"/io/outputs-*.bin)
   mkdir -p "$io"; echo '{"event":"loaded"}' > "$io/results.jsonl"
   n=$(grep -o '"output_offsets"' "$request" | wc -l); i=0
   echo ready
-  while [ $i -lt $n ]; do read call; on_call $i; i=$((i + 1)); done
+  while [ $i -lt $n ]; do read call; hold at $i; said=$(on_call $i); hold end $i; echo "$said"; i=$((i + 1)); done
 done
 )sh";
 
