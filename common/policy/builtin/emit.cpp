@@ -546,8 +546,8 @@ class Emitter {
          << " || n_outputs != " << n_outputs << ") return 1;\n  if (n_inputs > 0 && inputs == NULL) return 1;\n";
     for (size_t v = 0; v < m_plan.vals.size(); ++v) {
       const Val& val = m_plan.vals[v];
-      if (val.input >= 0) body << check("inputs[" + std::to_string(val.input) + "]", val.shape);
-      if (val.output >= 0) body << check("outputs[" + std::to_string(val.output) + "]", val.shape);
+      if (val.input >= 0) body << check("inputs[" + std::to_string(val.input) + "]", val.shape, val.dtype);
+      if (val.output >= 0) body << check("outputs[" + std::to_string(val.output) + "]", val.shape, 0);
     }
     body << "  Bufs B;\n";
     int64_t scratch = 0;
@@ -576,10 +576,12 @@ class Emitter {
     m_out << body.str();
   }
 
-  // Fails the call (2) unless the tensor is float32 with this shape, contiguous.
-  static std::string check(const std::string& t, const std::vector<int64_t>& shape) {
+  // Fails the call (2) unless the tensor has this dtype (an unread input may be of another than float32) and shape,
+  // contiguous.
+  static std::string check(const std::string& t, const std::vector<int64_t>& shape, int dtype) {
     std::ostringstream out;
-    out << "  if (" << t << ".dtype != CA_FLOAT32 || " << t << ".ndim != " << shape.size() << ") return 2;\n";
+    out << "  if (" << t << ".dtype != " << (dtype == 0 ? std::string("CA_FLOAT32") : std::to_string(dtype)) << " || "
+        << t << ".ndim != " << shape.size() << ") return 2;\n";
     std::vector<int64_t> strides = contiguous_strides(shape);
     for (size_t d = 0; d < shape.size(); ++d) {
       out << "  if (" << t << ".shape[" << d << "] != " << shape[d] << " || (" << shape[d] << " > 1 && " << t

@@ -109,6 +109,7 @@ std::expected<Plan, std::vector<Uncovered>> lower_program(const Program& program
       Val val;
       val.shape = spec.shape;
       val.input = input++;
+      val.dtype = static_cast<int>(spec.dtype);
       int id = lowering.add(std::move(val));
       lowering.bind(spec.name, id);
       if (spec.dtype != DType::float32) {
