@@ -1,5 +1,6 @@
 #include "synth/llm.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 #include <algorithm>
 #include <cstdio>
@@ -109,6 +110,8 @@ std::expected<Json, LlmImportError> import_model_py(const std::string& code, con
   std::string dir = fs::absolute(options.params_dir).string() + "/.scratch-XXXXXX";
   if (!mkdtemp(dir.data()))
     return std::unexpected(LlmImportError{"import", options.params_dir + ": cannot make a scratch directory in it"});
+  // mkdtemp's 0700 would shut out bwrap, which drops every capability before it enters the folder.
+  ::chmod(dir.c_str(), 0755);
   const std::string weights = "kernelbench-" + id + ".safetensors";
   std::expected<SandboxResult, std::string> ran = std::unexpected("");
   KernelbenchImport import;
