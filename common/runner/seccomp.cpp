@@ -48,7 +48,7 @@ void on_forbidden(int, siginfo_t* info, void*) {
   char line[160];
   int n = std::snprintf(line, sizeof line,
                         "ca-runner: forbidden system call %d (new processes, exec, signals to other processes, "
-                        "tracing, or loading code after the start)\n",
+                        "tracing, core affinity, or loading code after the start)\n",
                         info->si_syscall);
   if (n > 0) (void)!::write(2, line, size_t(n));
   ::_exit(int(k_exit_forbidden));
@@ -79,7 +79,7 @@ std::expected<void, std::string> forbid_processes_and_signals() {
   p.on(__NR_clone3, SECCOMP_RET_ERRNO | ENOSYS);
   for (int nr : {__NR_fork, __NR_vfork, __NR_execve, __NR_execveat, __NR_ptrace, __NR_process_vm_readv,
                  __NR_process_vm_writev, __NR_io_uring_setup, __NR_userfaultfd, __NR_tkill, __NR_pidfd_send_signal,
-                 __NR_rt_sigqueueinfo, __NR_rt_tgsigqueueinfo, __NR_setpgid, __NR_setsid}) {
+                 __NR_rt_sigqueueinfo, __NR_rt_tgsigqueueinfo, __NR_setpgid, __NR_setsid, __NR_sched_setaffinity}) {
     p.on(uint32_t(nr), trap);
   }
   // clone: a thread (CLONE_THREAD) may be made, a process may not.

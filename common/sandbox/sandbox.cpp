@@ -237,6 +237,17 @@ std::expected<Child, std::string> start(const std::vector<std::string>& args, co
   std::vector<Limit> limits = rlimits(spec);
   sigset_t no_signals;
   sigemptyset(&no_signals);
+  // The command's share of the cores (SandboxSpec::cpus), chosen here: the child may only make system calls.
+  cpu_set_t share;
+  CPU_ZERO(&share);
+  cpu_set_t own;
+  bool narrow = spec.cpus > 0 && ::sched_getaffinity(0, sizeof own, &own) == 0 && spec.cpus < CPU_COUNT(&own);
+  for (int cpu = 0, taken = 0; narrow && cpu < CPU_SETSIZE && taken < spec.cpus; ++cpu) {
+    if (CPU_ISSET(cpu, &own)) {
+      CPU_SET(cpu, &share);
+      ++taken;
+    }
+  }
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) return std::unexpected(std::string("fork: ") + std::strerror(errno));
@@ -256,6 +267,7 @@ std::expected<Child, std::string> start(const std::vector<std::string>& args, co
       rlimit value{limit.soft, limit.hard};
       ::setrlimit(limit.resource, &value);
     }
+    if (narrow && ::sched_setaffinity(0, sizeof share, &share) != 0) ::_exit(127);
     // The harness may ignore SIGPIPE or block signals; the command should not inherit that.
     struct sigaction default_action {};
     default_action.sa_handler = SIG_DFL;

@@ -30,6 +30,9 @@ struct SandboxSpec {
   std::vector<std::string> writable;  // host paths mounted read-write (typically <workspace>/kernels)
   std::vector<std::string> readable;  // extra host paths mounted read-only (tools, candidate libraries)
   bool gpu = false;                   // bind /dev/nvidia* (and /dev/dri) only when true
+  /// Cores the command may run on: the first `cpus` of the caller's own (sched_setaffinity before exec, inherited by
+  /// everything inside); 0 or more than the caller has: the caller's.
+  int cpus = 0;
   SandboxLimits limits;
   std::string stdin_data;
 };

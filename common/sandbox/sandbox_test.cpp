@@ -1,6 +1,7 @@
 // Tests that sandboxed commands run, see only what they are given, and end at their limits.
 #include "sandbox/sandbox.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -59,6 +60,17 @@ TEST_F(SandboxTest, CapturesOutputAndExitCode) {
   EXPECT_EQ(result.err, "oops\n");
   EXPECT_FALSE(result.timed_out);
   EXPECT_EQ(result.limit_hit, "");
+}
+
+TEST_F(SandboxTest, RunsOnItsShareOfTheCoresOnly) {
+  cpu_set_t own;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof own, &own), 0);
+  if (CPU_COUNT(&own) < 2) GTEST_SKIP() << "one core: nothing to narrow";
+  SandboxSpec s = spec("nproc");
+  s.cpus = 1;
+  EXPECT_EQ(run(s).out, "1\n");
+  s.cpus = 0;
+  EXPECT_EQ(run(s).out, std::to_string(CPU_COUNT(&own)) + "\n");
 }
 
 TEST_F(SandboxTest, FeedsStdinAndRunsInWorkdir) {

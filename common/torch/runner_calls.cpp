@@ -253,6 +253,8 @@ std::expected<RunnerSetup, std::string> set_up(const Program& program, const std
   setup.spec.readable = {setup.runner, library};
   for (const auto& file : param_files(setup.program)) setup.spec.readable.push_back(file);
   setup.spec.gpu = options.backend == Backend::cuda;
+  // Its share of the cores; the runner's seccomp filter keeps it from widening them (docs/EXPLOITS.md).
+  setup.spec.cpus = options.num_threads;
   setup.spec.limits = options.limits;
   // The runner maps the whole region and the input slot: the harness's memory, not the candidate's.
   setup.spec.limits.memory_bytes += int64_t(largest_bytes + input_bytes);
