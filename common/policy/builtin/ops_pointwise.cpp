@@ -90,6 +90,25 @@ OpHandler clamp_handler(bool tensor_bounds, const std::string& min_name, const s
 }  // namespace
 
 void register_pointwise_ops(std::map<std::string, OpEntry>& t) {
+  // tril/triu: a pointwise value whose expression reads its own coordinates (c0, c1, ... of the value's shape, which
+  // its evaluation function computes from the linear index).
+  for (const std::string name : {"tril", "triu"}) {
+    t["aten::" + name] = {
+        "aten::" + name + "(Tensor self, int diagonal=0) -> Tensor",
+        [name](Lowering& lowering, const Json& args, const Node& node) -> std::expected<void, std::string> {
+          auto self = lowering.tensor(args.at("self"));
+          if (!self) return std::unexpected(self.error());
+          size_t rank = lowering.val(*self).shape.size();
+          if (rank < 2) return std::unexpected(name + " of a tensor with fewer than 2 dims");
+          std::string row = "c" + std::to_string(rank - 2), col = "c" + std::to_string(rank - 1);
+          std::string keep = "(" + col + " - " + row + (name == "tril" ? " <= " : " >= ") +
+                             std::to_string(args.at("diagonal").get<int64_t>()) + "LL)";
+          auto out = lowering.pointwise("(" + keep + " ? $0 : 0.f)", {*self});
+          if (!out) return std::unexpected(out.error());
+          lowering.bind(node.outputs[0], *out);
+          return {};
+        }};
+  }
   const std::pair<const char*, const char*> unaries[] = {
       {"abs", "fabsf($0)"},
       {"neg", "(-$0)"},
