@@ -283,6 +283,11 @@ at::Tensor rotate_half(const at::Tensor& x) {
 
 at::Tensor Transformer::forward(const at::Tensor& ids, const at::Tensor& positions, const at::Tensor& key_mask,
                                 KvCache* cache, bool last_only) const {
+  return at::linear(hidden_states(ids, positions, key_mask, cache, last_only), m_lm_head).to(at::kFloat);
+}
+
+at::Tensor Transformer::hidden_states(const at::Tensor& ids, const at::Tensor& positions, const at::Tensor& key_mask,
+                                      KvCache* cache, bool last_only) const {
   const ModelConfig& c = m_config;
   const int64_t batch = ids.size(0), tokens = ids.size(1);
   const int64_t past = cache != nullptr ? cache->length : 0, total = past + tokens;
@@ -335,7 +340,7 @@ at::Tensor Transformer::forward(const at::Tensor& ids, const at::Tensor& positio
   if (last_only) {
     h = h.narrow(1, tokens - 1, 1);
   }
-  return at::linear(rms_norm(h, m_norm), m_lm_head).to(at::kFloat);
+  return rms_norm(h, m_norm);
 }
 
 }  // namespace ca::model

@@ -42,6 +42,10 @@ class Transformer {
   /// the whole sequence and keeps autograd's graph (training). `last_only` computes logits of the last position.
   at::Tensor forward(const at::Tensor& ids, const at::Tensor& positions, const at::Tensor& key_mask,
                      KvCache* cache = nullptr, bool last_only = false) const;
+  /// The final hidden states [batch, tokens, hidden] (after the last RMSNorm, what the output head reads; the
+  /// weights' dtype) with forward's arguments: what a value head or a reward model's `score` projects.
+  at::Tensor hidden_states(const at::Tensor& ids, const at::Tensor& positions, const at::Tensor& key_mask,
+                           KvCache* cache = nullptr, bool last_only = false) const;
 
   /// An empty cache for `batch` sequences of up to `capacity` tokens.
   KvCache make_cache(int64_t batch, int64_t capacity) const;

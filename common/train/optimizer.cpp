@@ -49,11 +49,14 @@ void AdamW::zero_grad() {
 
 std::expected<void, std::string> AdamW::save(const std::filesystem::path& path) const {
   std::vector<SafetensorsTensor> tensors;
+  std::vector<at::Tensor> keep;  // CPU copies the spans point into (the state may live on a GPU)
+  keep.reserve(2 * m_exp_avg.size());
   for (const auto* state : {&m_exp_avg, &m_exp_avg_sq}) {
     const std::string prefix = state == &m_exp_avg ? "exp_avg." : "exp_avg_sq.";
     for (const auto& [name, t] : *state) {
-      tensors.push_back({prefix + name, DType::float32, t.sizes().vec(),
-                         std::span(static_cast<const uint8_t*>(t.data_ptr()), t.numel() * t.element_size())});
+      const at::Tensor& cpu = keep.emplace_back(t.to(at::kCPU).contiguous());
+      tensors.push_back({prefix + name, DType::float32, cpu.sizes().vec(),
+                         std::span(static_cast<const uint8_t*>(cpu.data_ptr()), cpu.numel() * cpu.element_size())});
     }
   }
   return write_safetensors(path.string(), tensors);
@@ -67,7 +70,9 @@ std::expected<void, std::string> AdamW::load(const std::filesystem::path& path, 
       if (!bytes) {
         return std::unexpected(bytes.error());
       }
-      std::memcpy(t.data_ptr(), bytes->data(), bytes->size());
+      at::Tensor cpu = at::empty(t.sizes(), at::kFloat);
+      std::memcpy(cpu.data_ptr(), bytes->data(), bytes->size());
+      t.copy_(cpu);
     }
   }
   m_step = steps;

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "train/optimizer.h"
 #include "train/sequence.h"
+#include "train/trainer.h"
 #include "util/jsonl.h"
 
 namespace ca::train {
@@ -42,47 +42,16 @@ std::expected<void, std::string> add_rft_record(RftData& data, const Json& traje
                                                 const model::Tokenizer& tokenizer, const RftFilter& filter,
                                                 int64_t max_context);
 
-struct TrainOptions {
-  std::filesystem::path model;  // the starting checkpoint
-  std::filesystem::path out;    // checkpoints and log.jsonl
-  int64_t steps = 100;          // optimizer updates in all
-  int64_t batch = 8;            // sequences per update
-  int64_t micro_batch = 2;      // sequences per forward/backward (gradient accumulation: batch / micro_batch)
-  double lr = 1e-5;
-  int64_t warmup = 10;  // linear warm-up of the learning rate over this many updates
-  double max_grad_norm = 1.0;
-  AdamWOptions adamw;
-  int64_t checkpoint_every = 50;
-  uint64_t seed = 0;
-  bool resume = false;
-};
+/// Tokenizes `trajectory` into data.kept whatever its reward (value, warmup and ppo learn from failures too).
+/// Errors: what tokenize_trajectory says (no reward.value among them).
+std::expected<void, std::string> add_record(RftData& data, const Json& trajectory, const model::Tokenizer& tokenizer,
+                                            int64_t max_context);
 
-struct StepLog {
-  int64_t step = 0;  // 1-based
-  double loss = 0, grad_norm = 0, lr = 0, seconds = 0;
-  int64_t tokens = 0, action_tokens = 0;
-  Json to_json() const;
-};
-
-struct TrainResult {
-  int64_t first_step = 0;  // 0, or the step resumed from
-  int64_t last_step = 0;
-  bool interrupted = false;
-};
-
-/// The learning rate of update `step` (0-based): lr * min(1, (step + 1) / warmup).
-double warmup_lr(double lr, int64_t warmup, int64_t step);
-
-/// The sequences of update `step` (0-based): positions step*batch ... in a stream of epochs, each a permutation
-/// of 0..n-1 drawn from `seed` and the epoch number, so that a resumed run sees what an uninterrupted one does.
-std::vector<size_t> step_indices(size_t n, int64_t batch, int64_t step, uint64_t seed);
-
-/// Trains the model on `data` with the token-mean NLL of action tokens. Writes out/checkpoint-NNNNNN/ (config.json,
-/// model.safetensors, the tokenizer files of options.model, optimizer.safetensors, trainer_state.json) every
-/// checkpoint_every updates and after the last, and out/log.jsonl. With resume, continues from the newest
-/// complete checkpoint (error when its run options differ). Stops between updates when util/signals.h says so.
-/// `on_step` sees every update's log. Errors: the model, a checkpoint, the log or an empty data set.
+/// Trains the model on `data` with the token-mean NLL of action tokens, one optimizer update per step, in
+/// Trainer's loop (trainer.h: checkpoints of the model with its optimizer state, resume, out/log.jsonl with loss,
+/// grad_norm, lr, tokens, action_tokens). `on_step` sees every update's log line. Errors: the model, a
+/// checkpoint, the log or an empty data set.
 std::expected<TrainResult, std::string> train_rft(const TrainOptions& options, const std::vector<Sequence>& data,
-                                                  const std::function<void(const StepLog&)>& on_step);
+                                                  const std::function<void(const Json&)>& on_step);
 
 }  // namespace ca::train

@@ -1,9 +1,7 @@
-// Tests of RFT's keep/drop rules, the warm-up schedule and the data order that makes resume exact.
+// Tests of RFT's keep/drop rules.
 #include "train/rft.h"
 
 #include <gtest/gtest.h>
-
-#include <set>
 
 namespace ca::train {
 namespace {
@@ -71,28 +69,6 @@ TEST(RftRejectionTest, DropsEpisodesOverTheTurnBound) {
   EXPECT_EQ(rft_rejection(t, bound), "turns 3 > 2");
   bound.max_turns = 3;
   EXPECT_EQ(rft_rejection(t, bound), std::nullopt);
-}
-
-TEST(WarmupTest, RisesLinearlyThenHolds) {
-  EXPECT_DOUBLE_EQ(warmup_lr(1.0, 4, 0), 0.25);
-  EXPECT_DOUBLE_EQ(warmup_lr(1.0, 4, 3), 1.0);
-  EXPECT_DOUBLE_EQ(warmup_lr(1.0, 4, 100), 1.0);
-  EXPECT_DOUBLE_EQ(warmup_lr(1.0, 0, 0), 1.0);
-}
-
-TEST(StepIndicesTest, EachEpochVisitsEverySequenceOnceAndDependsOnlyOnStepAndSeed) {
-  std::multiset<size_t> seen;
-  for (int64_t step = 0; step < 5; ++step) {  // 5 updates of 2 over 10 sequences: one epoch
-    for (size_t i : step_indices(10, 2, step, 7)) {
-      seen.insert(i);
-    }
-  }
-  for (size_t i = 0; i < 10; ++i) {
-    EXPECT_EQ(seen.count(i), 1u) << i;
-  }
-  EXPECT_EQ(step_indices(10, 3, 4, 7), step_indices(10, 3, 4, 7));
-  EXPECT_NE(step_indices(10, 10, 0, 7), step_indices(10, 10, 0, 8));
-  EXPECT_NE(step_indices(10, 10, 0, 7), step_indices(10, 10, 1, 7));  // a new epoch, a new order
 }
 
 }  // namespace

@@ -111,6 +111,9 @@ std::expected<Sequence, std::string> tokenize_trajectory(const Json& trajectory,
   }
   Sequence seq;
   seq.id = trajectory.value("id", "");
+  seq.task_id = trajectory.contains("task_id") && trajectory["task_id"].is_string()
+                    ? trajectory["task_id"].get<std::string>()
+                    : seq.id.substr(0, seq.id.rfind('#'));
   seq.reward = trajectory["reward"]["value"].get<double>();
   std::string whole;
   for (const Segment& s : *segments) {

@@ -17,6 +17,7 @@ namespace ca::train {
 
 struct Sequence {
   std::string id;
+  std::string task_id;  // the record's task_id (else its id up to '#'): what warm-up's groups gather by
   std::vector<int64_t> ids;
   std::vector<uint8_t> mask;  // 1 on action tokens
   double reward = 0;          // the record's reward.value; it belongs to the last action token
