@@ -25,7 +25,7 @@ keys = {"reward_mean", "reward_histogram", "pass_rate", "kl", "entropy", "clip_f
         "grad_norm", "critic_grad_norm", "policy_loss", "value_loss", "tokens_per_s", "peak_rss_mib", "lr", "updates"}
 assert [r["step"] for r in log] == [1, 2, 3, 4] and all(keys <= r.keys() for r in log), log[0].keys()
 assert all(r["updates"] == 2 and r["entropy"] > 0 and r["kl"] >= 0 for r in log)
-assert log[0]["kl"] < 1e-6 < log[-1]["kl"], (log[0]["kl"], log[-1]["kl"])  # the actor moves off the reference
+assert 0 < log[0]["kl"] < log[-1]["kl"], (log[0]["kl"], log[-1]["kl"])  # the actor moves off the reference
 print("step 4:", {k: log[-1][k] for k in ("reward_mean", "pass_rate", "kl", "clip_fraction", "explained_variance")})
 PY
 run "$train" ppo "${args[@]}" --out "$WORK/split" --steps 2
