@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "train/ppo.h"
+#include "train/precision.h"
 #include "train/rft.h"
 #include "train/value.h"
 #include "util/cli.h"
@@ -31,13 +32,14 @@ int main(int argc, char** argv) try {
   std::vector<std::string> data = {"-"};
   int64_t max_context = 32768;
   bool fail_fast = false;
-  std::string model, out, critic, reference;
+  std::string model, out, critic, reference, dtype = "float32";
   for (CLI::App* s : {rft, value, warmup, ppo}) {
     s->add_option("-m,--model", model, "Starting checkpoint directory (config.json, safetensors, tokenizer.json)")
         ->required();
     s->add_option("-d,--data", data, "Trajectory JSONL files (ca-rollout's), - for stdin")->capture_default_str();
     s->add_option("-o,--out", out, "Output directory: checkpoint-NNNNNN/ and log.jsonl")->required();
     s->add_option("--device", o.device, "Where the models run: cpu, cuda, cuda:N")->capture_default_str();
+    s->add_option("--dtype", dtype, "float32, or bfloat16: autocast over float32 weights")->capture_default_str();
     s->add_option("--steps", o.steps, "Steps in all")->capture_default_str()->check(CLI::PositiveNumber);
     s->add_option("--batch", o.batch, s == warmup ? "Tasks per step (all their samples)" : "Sequences per step")
         ->capture_default_str()
@@ -107,6 +109,7 @@ int main(int argc, char** argv) try {
   p.config.micro_batch = o.micro_batch;
   p.config.group_advantages = warmup->parsed();
   at::set_num_threads(static_cast<int>(cli.common().jobs));
+  if (auto r = set_compute_dtype(o.device, dtype); !r) return to_int(usage_error("--dtype: " + r.error()));
   install_interrupt_handlers();
 
   auto tokenizer = model::Tokenizer::load(o.model / "tokenizer.json");
