@@ -10,6 +10,8 @@
 # Files under $(OUT): iter-<i>/rollout.jsonl (the trajectories of iteration i's actor), iter-<i>/ppo/ (ca-train
 # ppo's --out: checkpoint-NNNNNN/ with the actor and critic/, log.jsonl). A finished iteration (its ppo checkpoint
 # exists) is skipped on a rerun; an interrupted rollout or ppo run resumes (--resume on both).
+# Exit 1 of either tool (some episodes or records failed: written and reported, e.g. a prompt past the model's
+# context) goes on; other failures stop the loop.
 SHELL     := /bin/bash
 ROOT      := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))/..)
 BIN       ?= $(ROOT)/build/bin
@@ -21,7 +23,7 @@ ITERS     ?= 20
 SAMPLES   ?= 4
 STEPS     ?= 1
 BATCH     ?= 32
-ROLLOUT_FLAGS ?= --backend cuda -j 8
+ROLLOUT_FLAGS ?= --backend cuda -j 8 --device cuda
 PPO_FLAGS ?= --device cuda --micro-batch 2 --minibatches 4
 DRY_RUN   ?=
 RUN       := $(if $(DRY_RUN),echo,)
@@ -36,9 +38,9 @@ all:
 	  if [ ! -f $$ckpt/trainer_state.json ]; then \
 	    mkdir -p $$dir; \
 	    $(RUN) $(BIN)/ca-rollout --tasks $(TASKS) --policy local:$$actor --samples $(SAMPLES) --seed $$i \
-	      --resume -o $$dir/rollout.jsonl $(ROLLOUT_FLAGS); \
+	      --resume -o $$dir/rollout.jsonl $(ROLLOUT_FLAGS) || [ $$? -eq 1 ]; \
 	    $(RUN) $(BIN)/ca-train ppo --model $$actor --critic $$critic --data $$dir/rollout.jsonl --out $$dir/ppo \
-	      --steps $(STEPS) --batch $(BATCH) --seed $$i --resume $(PPO_FLAGS); \
+	      --steps $(STEPS) --batch $(BATCH) --seed $$i --resume $(PPO_FLAGS) || [ $$? -eq 1 ]; \
 	  fi; \
 	  actor=$$ckpt; critic=$$ckpt/critic; \
 	done; echo "rl.mk: final actor $$actor"
