@@ -46,11 +46,13 @@ build: $(BUILD)/build.ninja
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
-# The environment's benchmarks on the CPU (bench/run.sh; the GPU script runs them on cuda), then the agent
-# harness's overhead per tool call (bench/tool_calls.sh).
+# The environment's benchmarks on the CPU (bench/run.sh; the GPU script runs them on cuda), the agent harness's
+# overhead per tool call (bench/tool_calls.sh), then a PPO step of ca-train against the same step in PyTorch on a
+# tiny model (bench/ppo_step.sh; tests/gpu/run.sh runs it on cuda with SmolLM2-135M).
 bench: build
 	bash bench/run.sh cpu
 	bash bench/tool_calls.sh
+	bash bench/ppo_step.sh cpu
 
 demo: build
 	bash scripts/demo.sh
