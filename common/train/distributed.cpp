@@ -287,28 +287,49 @@ std::expected<void, std::string> DataParallel::all_reduce_gradients(const std::m
   if (!m_group) {
     return {};
   }
+  std::vector<at::Tensor> grads;
   try {
     at::NoGradGuard no_grad;
-    std::vector<at::Tensor> grads;
     for (const auto& [name, p] : params) {
       if (!p.grad().defined()) {
         p.mutable_grad() = at::zeros_like(p);
       }
       grads.push_back(p.grad());
     }
-    std::vector<Bucket> buckets = make_buckets(grads, m_bucket_bytes);
+  } catch (const std::exception& e) {
+    return std::unexpected("all-reduce of the gradients: " + describe(e));
+  }
+  if (auto r = all_reduce(grads, reduce == Reduce::mean ? 1.0 / m_world : 1.0); !r) {
+    return std::unexpected("all-reduce of the gradients: " + r.error());
+  }
+  return {};
+}
+
+std::expected<void, std::string> DataParallel::sum_tensors(const std::vector<at::Tensor>& tensors) const {
+  if (!m_group || tensors.empty()) {
+    return {};
+  }
+  if (auto r = all_reduce(tensors, 1.0); !r) {
+    return std::unexpected("all-reduce of the batch's values: " + r.error());
+  }
+  return {};
+}
+
+std::expected<void, std::string> DataParallel::all_reduce(const std::vector<at::Tensor>& tensors, double scale) const {
+  try {
+    at::NoGradGuard no_grad;
+    std::vector<Bucket> buckets = make_buckets(tensors, m_bucket_bytes);
     c10d::AllreduceOptions opts;
     opts.reduceOp = c10d::ReduceOp::SUM;
     for (Bucket& b : buckets) {
       b.work = m_group->backend->allreduce(b.flat, opts);
     }
-    const double scale = reduce == Reduce::mean ? 1.0 / m_world : 1.0;
     for (Bucket& b : buckets) {
       b.work->wait();
       unflatten(b, scale);
     }
   } catch (const std::exception& e) {
-    return std::unexpected("all-reduce of the gradients: " + describe(e));
+    return std::unexpected(describe(e));
   }
   return {};
 }

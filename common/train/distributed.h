@@ -93,12 +93,19 @@ class DataParallel {
   std::expected<void, std::string> all_reduce_gradients(const std::map<std::string, at::Tensor>& params,
                                                         Reduce reduce) const;
 
+  /// Replaces each of `tensors` by its element-wise sum over ranks, in place, in buckets as the gradients (every
+  /// rank passes tensors of the same shapes and dtypes). For values each rank computed on its share of a batch
+  /// and that every rank needs in full: a rank fills its share into zeros, the sum is everybody's (x + 0 is exact).
+  std::expected<void, std::string> sum_tensors(const std::vector<at::Tensor>& tensors) const;
   /// The element-wise sum of `values` over ranks (float64; for logs: loss, tokens).
   std::expected<std::vector<double>, std::string> sum(std::vector<double> values) const;
   /// Waits until every rank got here.
   std::expected<void, std::string> barrier() const;
 
  private:
+  // Sums `tensors` over ranks in place (bucketed), times `scale`.
+  std::expected<void, std::string> all_reduce(const std::vector<at::Tensor>& tensors, double scale) const;
+
   struct Group;
   std::unique_ptr<Group> m_group;
   int m_rank = 0, m_world = 1;

@@ -125,4 +125,28 @@ double explained_variance(const at::Tensor& values, const at::Tensor& returns, c
   return 1.0 - var(r - v) / var_r;
 }
 
+void VarianceSums::add(const at::Tensor& values, const at::Tensor& returns, const at::Tensor& mask) {
+  const at::Tensor m = mask.detach().to(at::kDouble);
+  const at::Tensor v = values.detach().to(at::kDouble) * m;
+  const at::Tensor r = returns.detach().to(at::kDouble) * m;
+  const at::Tensor d = r - v;
+  const at::Tensor parts = at::stack({m.sum(), r.sum(), r.square().sum(), d.sum(), d.square().sum(), v.sum()}).cpu();
+  for (size_t k = 0; k < sums.size(); ++k) {
+    sums[k] += parts[static_cast<int64_t>(k)].item<double>();
+  }
+}
+
+double VarianceSums::explained_variance() const {
+  const double n = sums[0];
+  if (n <= 0) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  const double mean_r = sums[1] / n, mean_d = sums[3] / n;
+  const double var_r = sums[2] / n - mean_r * mean_r, var_d = sums[4] / n - mean_d * mean_d;
+  if (var_r <= 1e-12 * (sums[2] / n)) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  return 1.0 - var_d / var_r;
+}
+
 }  // namespace ca::train

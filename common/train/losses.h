@@ -5,6 +5,8 @@
 
 #include <ATen/ATen.h>
 
+#include <vector>
+
 namespace ca::train {
 
 /// Sum of x * mask over all entries divided by sum(mask) (0 when the mask is empty).
@@ -71,5 +73,17 @@ at::Tensor kl_k3(const at::Tensor& logprobs, const at::Tensor& ref_logprobs);
 
 /// 1 - Var(R - V) / Var(R) over the masked entries (biased variances); NaN when Var(R) is 0.
 double explained_variance(const at::Tensor& values, const at::Tensor& returns, const at::Tensor& mask);
+
+/// explained_variance from sums, so that the shares of a batch on several ranks can be added before the ratio:
+/// over the masked entries the count, sum R, sum R^2, sum D, sum D^2 (D = R - V) and sum V, in float64.
+struct VarianceSums {
+  std::vector<double> sums = std::vector<double>(6, 0.0);
+  void add(const at::Tensor& values, const at::Tensor& returns, const at::Tensor& mask);
+  /// 1 - Var(D) / Var(R) (biased variances, E[x^2] - E[x]^2); NaN when Var(R) is 0 (to 1e-12 of E[R^2]) or there
+  /// are no entries.
+  double explained_variance() const;
+  double value_mean() const { return sums[0] > 0 ? sums[5] / sums[0] : 0.0; }
+  double return_mean() const { return sums[0] > 0 ? sums[1] / sums[0] : 0.0; }
+};
 
 }  // namespace ca::train

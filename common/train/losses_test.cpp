@@ -80,6 +80,28 @@ TEST(ExplainedVarianceTest, OneForPerfectZeroForConstantNanForConstantReturns) {
   EXPECT_TRUE(std::isnan(explained_variance(r, at::ones_like(r), m)));
 }
 
+TEST(VarianceSumsTest, SharesOfABatchAddUpToItsExplainedVariance) {
+  // Two ranks' rows of one batch: their sums added give explained_variance of the whole batch.
+  at::manual_seed(3);
+  const at::Tensor v = at::randn({4, 9}, at::kDouble), r = at::randn({4, 9}, at::kDouble) + 0.5;
+  const at::Tensor m = (at::rand({4, 9}, at::kDouble) > 0.3).to(at::kDouble);
+  VarianceSums a, b;
+  a.add(v.slice(0, 0, 1), r.slice(0, 0, 1), m.slice(0, 0, 1));
+  a.add(v.slice(0, 2, 3), r.slice(0, 2, 3), m.slice(0, 2, 3));
+  b.add(v.slice(0, 1, 2), r.slice(0, 1, 2), m.slice(0, 1, 2));
+  b.add(v.slice(0, 3, 4), r.slice(0, 3, 4), m.slice(0, 3, 4));
+  for (size_t k = 0; k < a.sums.size(); ++k) {
+    a.sums[k] += b.sums[k];
+  }
+  EXPECT_NEAR(a.explained_variance(), explained_variance(v, r, m), 1e-12);
+  EXPECT_NEAR(a.value_mean(), masked_mean(v, m).item<double>(), 1e-12);
+  EXPECT_NEAR(a.return_mean(), masked_mean(r, m).item<double>(), 1e-12);
+  VarianceSums constant;
+  constant.add(v, at::full_like(r, 2.0), m);
+  EXPECT_TRUE(std::isnan(constant.explained_variance()));
+  EXPECT_TRUE(std::isnan(VarianceSums().explained_variance()));
+}
+
 TEST(NllTest, TokenMeanOverMaskedTokens) {
   // Two tokens of vocabulary 2 with uniform logits: every logprob is log(1/2).
   const at::Tensor logits = at::zeros({1, 3, 2}, at::kDouble);

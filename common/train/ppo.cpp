@@ -74,7 +74,9 @@ struct Rows {
 
 std::expected<Json, std::string> ppo_iteration(const PpoModels& m, const std::vector<Sequence>& data,
                                                const std::vector<size_t>& which, const PpoConfig& c, uint64_t seed,
-                                               at::Device device) {
+                                               at::Device device, const DataParallel* dp) {
+  dp = dp != nullptr && dp->active() ? dp : nullptr;
+  const int rank = dp != nullptr ? dp->rank() : 0, world = dp != nullptr ? dp->world_size() : 1;
   if (which.empty()) {
     return std::unexpected("no sequences in the iteration");
   }
@@ -94,12 +96,15 @@ std::expected<Json, std::string> ppo_iteration(const PpoModels& m, const std::ve
   Rows old_lp{std::vector<at::Tensor>(n)}, old_v{std::vector<at::Tensor>(n)}, ref_lp{std::vector<at::Tensor>(n)};
   Rows adv{std::vector<at::Tensor>(n)}, ret{std::vector<at::Tensor>(n)};
   int64_t tokens = 0, action_tokens = 0;
+  for (size_t i : which) {
+    tokens += static_cast<int64_t>(data[i].ids.size());
+    action_tokens += data[i].action_tokens();
+  }
   {
     at::NoGradGuard no_grad;
-    for (const auto& part : micro_batches(all, c.micro_batch)) {
+    // Each rank's share of the forward passes; the rows are then summed into every rank (below).
+    for (const auto& part : micro_batches(shard_indices(all, rank, world), c.micro_batch)) {
       const Batch b = batch_of(part);
-      tokens += b.tokens;
-      action_tokens += b.action_tokens;
       old_lp.add(token_logprobs(m.actor->forward(b.ids, b.positions, b.key_mask), b.ids), part, data, which);
       if (m.reference != nullptr && c.kl_coef > 0) {
         ref_lp.add(token_logprobs(m.reference->forward(b.ids, b.positions, b.key_mask), b.ids), part, data, which);
@@ -110,6 +115,40 @@ std::expected<Json, std::string> ppo_iteration(const PpoModels& m, const std::ve
         old_v.add(v, part, data, which);
         adv.add(g.advantages, part, data, which);
         ret.add(g.returns, part, data, which);
+      }
+    }
+  }
+  if (dp != nullptr) {
+    // Every rank needs every sequence's rows (the minibatches below mix the ranks' shares, and whitening and
+    // explained variance are over the whole iteration): each quantity flattened over all sequences, zeros where
+    // another rank computed, summed over ranks.
+    std::vector<Rows*> quantities = {&old_lp};
+    if (m.reference != nullptr && c.kl_coef > 0) {
+      quantities.push_back(&ref_lp);
+    }
+    if (!c.group_advantages) {
+      quantities.insert(quantities.end(), {&old_v, &adv, &ret});
+    }
+    std::vector<int64_t> offset(n + 1, 0);
+    for (size_t r = 0; r < n; ++r) {
+      offset[r + 1] = offset[r] + static_cast<int64_t>(data[which[r]].ids.size());
+    }
+    std::vector<at::Tensor> flats;
+    for (Rows* q : quantities) {
+      at::Tensor flat = at::zeros({offset[n]}, at::TensorOptions().dtype(at::kFloat).device(device));
+      for (size_t r = 0; r < n; ++r) {
+        if (q->rows[r].defined()) {
+          flat.narrow(0, offset[r], offset[r + 1] - offset[r]).copy_(q->rows[r]);
+        }
+      }
+      flats.push_back(flat);
+    }
+    if (auto summed = dp->sum_tensors(flats); !summed) {
+      return std::unexpected(summed.error());
+    }
+    for (size_t k = 0; k < quantities.size(); ++k) {
+      for (size_t r = 0; r < n; ++r) {
+        quantities[k]->rows[r] = flats[k].narrow(0, offset[r], offset[r + 1] - offset[r]);
       }
     }
   }
@@ -167,7 +206,8 @@ std::expected<Json, std::string> ppo_iteration(const PpoModels& m, const std::ve
       for (size_t r : minibatch) {
         mb_tokens += data[which[r]].action_tokens();
       }
-      for (const auto& part : micro_batches(minibatch, c.micro_batch)) {
+      // This rank's share of the minibatch; mb_tokens is the whole minibatch's, so the shares' sum is its mean.
+      for (const auto& part : micro_batches(shard_indices(minibatch, rank, world), c.micro_batch)) {
         const Batch b = batch_of(part);
         const int64_t len = b.ids.size(1);
         const double share = static_cast<double>(b.action_tokens) / static_cast<double>(mb_tokens);
@@ -192,14 +232,29 @@ std::expected<Json, std::string> ppo_iteration(const PpoModels& m, const std::ve
           value_loss_sum += vl.item<double>() * share;
         }
       }
-      const Optimized::Update u = m.actor_optimized->update();
-      grad_norm += u.grad_norm;
-      lr = u.lr;
+      auto u = m.actor_optimized->update();
+      if (!u) {
+        return std::unexpected(u.error());
+      }
+      grad_norm += u->grad_norm;
+      lr = u->lr;
       if (!c.group_advantages) {
-        critic_grad_norm += m.critic_optimized->update().grad_norm;
+        auto cu = m.critic_optimized->update();
+        if (!cu) {
+          return std::unexpected(cu.error());
+        }
+        critic_grad_norm += cu->grad_norm;
       }
       ++updates;
     }
+  }
+  if (dp != nullptr) {  // the ranks' shares of each token mean add up to the minibatch's
+    auto total = dp->sum({policy_loss, value_loss_sum, kl, entropy, clip_fraction, ratio});
+    if (!total) {
+      return std::unexpected(total.error());
+    }
+    policy_loss = (*total)[0], value_loss_sum = (*total)[1], kl = (*total)[2];
+    entropy = (*total)[3], clip_fraction = (*total)[4], ratio = (*total)[5];
   }
   const double k = static_cast<double>(updates);
   out["policy_loss"] = policy_loss / k;
@@ -259,42 +314,52 @@ std::expected<TrainResult, std::string> train_ppo(const TrainOptions& o, const P
   identity["kl_coef"] = c.kl_coef;
   identity["epochs"] = c.epochs;
   identity["minibatches"] = c.minibatches;
-  auto trainer = Trainer::open(o, identity);
-  if (!trainer) {
-    return std::unexpected(trainer.error());
-  }
-  const std::optional<fs::path>& resumed = trainer->resumed_from();
-  auto actor = model::Transformer::load(resumed.value_or(o.model), *device, at::kFloat);
-  if (!actor) {
-    return std::unexpected(actor.error());
-  }
-  Optimized actor_optimized(actor->weights(), o.lr, o);
-  if (auto r = trainer->add_part({"", &actor_optimized, [&](const fs::path& d) { return actor->save(d); }}); !r) {
+  std::optional<Trainer> trainer;
+  std::optional<model::Transformer> actor, reference;
+  std::optional<Optimized> actor_optimized, critic_optimized;
+  std::optional<Critic> critic;
+  auto setup = [&]() -> std::expected<void, std::string> {
+    auto opened = Trainer::open(o, identity);
+    if (!opened) {
+      return std::unexpected(opened.error());
+    }
+    trainer.emplace(std::move(*opened));
+    const std::optional<fs::path>& resumed = trainer->resumed_from();
+    auto loaded_actor = model::Transformer::load(resumed.value_or(o.model), *device, at::kFloat);
+    if (!loaded_actor) {
+      return std::unexpected(loaded_actor.error());
+    }
+    actor.emplace(std::move(*loaded_actor));
+    actor_optimized.emplace(actor->weights(), o.lr, o);
+    if (auto r = trainer->add_part({"", &*actor_optimized, [&](const fs::path& d) { return actor->save(d); }}); !r) {
+      return r;
+    }
+    if (!c.group_advantages) {
+      auto loaded = Critic::load(resumed ? *resumed / "critic" : ppo.critic, *device);
+      if (!loaded) {
+        return std::unexpected(loaded.error());
+      }
+      critic.emplace(std::move(*loaded));
+      critic_optimized.emplace(critic->weights(), ppo.critic_lr, o);
+      if (auto r =
+              trainer->add_part({"critic", &*critic_optimized, [&](const fs::path& d) { return critic->save(d); }});
+          !r) {
+        return r;
+      }
+    }
+    if (c.kl_coef > 0) {
+      auto loaded = model::Transformer::load(ppo.reference.empty() ? o.model : ppo.reference, *device, at::kFloat);
+      if (!loaded) {
+        return std::unexpected(loaded.error());
+      }
+      reference.emplace(std::move(*loaded));
+    }
+    return {};
+  };
+  if (auto r = agree(o.dp, setup()); !r) {
     return std::unexpected(r.error());
   }
-  std::optional<Critic> critic;
-  std::optional<Optimized> critic_optimized;
-  if (!c.group_advantages) {
-    auto loaded = Critic::load(resumed ? *resumed / "critic" : ppo.critic, *device);
-    if (!loaded) {
-      return std::unexpected(loaded.error());
-    }
-    critic.emplace(std::move(*loaded));
-    critic_optimized.emplace(critic->weights(), ppo.critic_lr, o);
-    if (auto r = trainer->add_part({"critic", &*critic_optimized, [&](const fs::path& d) { return critic->save(d); }});
-        !r) {
-      return std::unexpected(r.error());
-    }
-  }
-  std::optional<model::Transformer> reference;
-  if (c.kl_coef > 0) {
-    auto loaded = model::Transformer::load(ppo.reference.empty() ? o.model : ppo.reference, *device, at::kFloat);
-    if (!loaded) {
-      return std::unexpected(loaded.error());
-    }
-    reference.emplace(std::move(*loaded));
-  }
-  const PpoModels models{&*actor, &actor_optimized, critic ? &*critic : nullptr,
+  const PpoModels models{&*actor, &*actor_optimized, critic ? &*critic : nullptr,
                          critic_optimized ? &*critic_optimized : nullptr, reference ? &*reference : nullptr};
   return trainer->run(
       units.size(),
@@ -303,7 +368,7 @@ std::expected<TrainResult, std::string> train_ppo(const TrainOptions& o, const P
         for (size_t u : picked) {
           which.insert(which.end(), units[u].begin(), units[u].end());
         }
-        return ppo_iteration(models, data, which, c, o.seed * 7919ULL + static_cast<uint64_t>(step), *device);
+        return ppo_iteration(models, data, which, c, o.seed * 7919ULL + static_cast<uint64_t>(step), *device, o.dp);
       },
       on_step);
 }

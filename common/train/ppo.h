@@ -56,10 +56,15 @@ Json reward_stats(const std::vector<double>& rewards);
 /// Returns the step log's fields: rewards (reward_stats), policy_loss, value_loss, kl, entropy, clip_fraction,
 /// ratio_mean (means over the updates), explained_variance (old values against returns), advantage_mean (before
 /// whitening), grad_norm and lr of the actor (mean over updates), critic_grad_norm, updates, tokens, action_tokens.
-/// Errors: an empty `which`.
+/// With `dp` (a data-parallel group; every rank passes the same global `which`): each rank runs step 1's forward
+/// passes on its shard_indices of the iteration and the rows are summed into every rank, so that step 2 sees the
+/// whole iteration (whitening and explained variance over all ranks' action tokens); in step 3 each rank trains on
+/// its shard of every minibatch, the token means normalized by the whole minibatch's action tokens, the gradients
+/// summed in Optimized::update; the log fields are summed over ranks.
+/// Errors: an empty `which`, a failed collective.
 std::expected<Json, std::string> ppo_iteration(const PpoModels& models, const std::vector<Sequence>& data,
                                                const std::vector<size_t>& which, const PpoConfig& config, uint64_t seed,
-                                               at::Device device = at::kCPU);
+                                               at::Device device = at::kCPU, const DataParallel* dp = nullptr);
 
 struct PpoRunOptions {
   std::filesystem::path critic;     // the critic checkpoint (ca-train value's); empty in group mode

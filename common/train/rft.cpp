@@ -99,21 +99,31 @@ std::expected<TrainResult, std::string> train_rft(const TrainOptions& o, const s
   if (!device) {
     return std::unexpected(device.error());
   }
-  auto trainer = Trainer::open(o, run_identity(o, data.size()));
-  if (!trainer) {
-    return std::unexpected(trainer.error());
-  }
-  auto model = model::Transformer::load(trainer->resumed_from().value_or(o.model), *device, at::kFloat);
-  if (!model) {
-    return std::unexpected(model.error());
-  }
-  Optimized optimized(model->weights(), o.lr, o);
-  if (auto r = trainer->add_part({"", &optimized, [&](const fs::path& dir) { return model->save(dir); }}); !r) {
+  std::optional<Trainer> trainer;
+  std::optional<model::Transformer> model;
+  std::optional<Optimized> optimized;
+  auto setup = [&]() -> std::expected<void, std::string> {
+    auto opened = Trainer::open(o, run_identity(o, data.size()));
+    if (!opened) {
+      return std::unexpected(opened.error());
+    }
+    trainer.emplace(std::move(*opened));
+    auto loaded = model::Transformer::load(trainer->resumed_from().value_or(o.model), *device, at::kFloat);
+    if (!loaded) {
+      return std::unexpected(loaded.error());
+    }
+    model.emplace(std::move(*loaded));
+    optimized.emplace(model->weights(), o.lr, o);
+    return trainer->add_part({"", &*optimized, [&](const fs::path& dir) { return model->save(dir); }});
+  };
+  if (auto r = agree(o.dp, setup()); !r) {
     return std::unexpected(r.error());
   }
   return trainer->run(
       data.size(),
       [&](int64_t, const std::vector<size_t>& which) -> std::expected<Json, std::string> {
+        // The whole update's action tokens (every rank knows them: the indices are global), so that the ranks'
+        // shares of the token mean add up to it.
         int64_t action_tokens = 0;
         for (size_t i : which) {
           action_tokens += data[i].action_tokens();
@@ -121,7 +131,7 @@ std::expected<TrainResult, std::string> train_rft(const TrainOptions& o, const s
         double loss = 0;
         int64_t tokens = 0;
         // Each micro-batch adds its share of the update's token mean: the sum of its NLL over all action tokens.
-        for (const auto& part : micro_batches(which, o.micro_batch)) {
+        for (const auto& part : micro_batches(my_share(o, which), o.micro_batch)) {
           const Batch b = make_batch(data, part, *device);
           const at::Tensor logits = model->forward(b.ids, b.positions, b.key_mask);
           const at::Tensor l = -(token_logprobs(logits, b.ids) * b.mask).sum() / static_cast<double>(action_tokens);
@@ -129,10 +139,21 @@ std::expected<TrainResult, std::string> train_rft(const TrainOptions& o, const s
           loss += l.item<double>();
           tokens += b.tokens;
         }
-        const Optimized::Update u = optimized.update();
+        auto u = optimized->update();
+        if (!u) {
+          return std::unexpected(u.error());
+        }
+        if (o.dp != nullptr) {
+          auto total = o.dp->sum({loss, static_cast<double>(tokens)});
+          if (!total) {
+            return std::unexpected(total.error());
+          }
+          loss = (*total)[0];
+          tokens = static_cast<int64_t>((*total)[1]);
+        }
         return Json{{"loss", loss},
-                    {"grad_norm", u.grad_norm},
-                    {"lr", u.lr},
+                    {"grad_norm", u->grad_norm},
+                    {"lr", u->lr},
                     {"tokens", tokens},
                     {"action_tokens", action_tokens}};
       },

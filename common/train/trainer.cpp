@@ -99,8 +99,40 @@ std::expected<at::Device, std::string> parse_device(const std::string& device) {
   return *dev;
 }
 
+int rank_of(const TrainOptions& o) {
+  return o.dp != nullptr ? o.dp->rank() : 0;
+}
+
+int world_of(const TrainOptions& o) {
+  return o.dp != nullptr ? o.dp->world_size() : 1;
+}
+
+std::vector<size_t> my_share(const TrainOptions& o, const std::vector<size_t>& which) {
+  return world_of(o) > 1 ? shard_indices(which, rank_of(o), world_of(o)) : which;
+}
+
+std::expected<void, std::string> agree(const DataParallel* dp, const std::expected<void, std::string>& local) {
+  if (dp == nullptr || !dp->active()) {
+    return local;
+  }
+  auto failed = dp->sum({local ? 0.0 : 1.0});
+  if (!failed) {
+    return std::unexpected(local ? failed.error() : local.error() + " (and " + failed.error() + ")");
+  }
+  if (!local) {
+    return local;
+  }
+  if ((*failed)[0] > 0) {
+    return std::unexpected("rank " + std::to_string(dp->rank()) + ": " +
+                           std::to_string(static_cast<int>((*failed)[0])) +
+                           " other rank(s) failed (their errors are on their stderr)");
+  }
+  return {};
+}
+
 Optimized::Optimized(std::map<std::string, at::Tensor> params, double lr, const TrainOptions& options)
     : m_params(std::move(params)),
+      m_dp(options.dp),
       m_adam(m_params, options.adamw),
       m_lr(lr),
       m_max_grad_norm(options.max_grad_norm),
@@ -110,7 +142,13 @@ Optimized::Optimized(std::map<std::string, at::Tensor> params, double lr, const 
   }
 }
 
-Optimized::Update Optimized::update() {
+std::expected<Optimized::Update, std::string> Optimized::update() {
+  if (m_dp != nullptr) {
+    // Sum, not mean: every rank's loss is its share of the whole update's token mean.
+    if (auto r = m_dp->all_reduce_gradients(m_params, DataParallel::Reduce::sum); !r) {
+      return std::unexpected(r.error());
+    }
+  }
   Update u;
   u.grad_norm = clip_grad_norm(m_params, m_max_grad_norm);
   u.lr = warmup_lr(m_lr, m_warmup, m_adam.steps());
@@ -277,25 +315,82 @@ std::expected<void, std::string> Trainer::save_checkpoint(int64_t step) const {
 std::expected<TrainResult, std::string> Trainer::run(size_t n, const Body& body,
                                                      const std::function<void(const Json&)>& on_step) {
   const TrainOptions& o = m_options;
+  const DataParallel* dp = o.dp != nullptr && o.dp->active() ? o.dp : nullptr;
+  const bool writer = dp == nullptr || dp->is_main();
   if (n == 0) {
     return std::unexpected("no training sequences");
+  }
+  if (dp != nullptr) {
+    // Ranks that found different checkpoints (an --out that is not shared) would train different runs.
+    // Ranks that read other data would shard different batches. Equal values on all ranks exactly when
+    // (sum x)^2 = N sum x^2.
+    const double f = static_cast<double>(m_first_step), d = static_cast<double>(n);
+    auto sums = dp->sum({f, f * f, d, d * d});
+    if (!sums) {
+      return std::unexpected(sums.error());
+    }
+    const double w = dp->world_size();
+    const std::string who = "rank " + std::to_string(dp->rank()) + " of " + std::to_string(dp->world_size());
+    if ((*sums)[0] * (*sums)[0] != (*sums)[1] * w) {
+      return std::unexpected(who + " resumes from step " + std::to_string(m_first_step) +
+                             ", another rank from another: is " + o.out.string() + " shared by all ranks?");
+    }
+    if ((*sums)[2] * (*sums)[2] != (*sums)[3] * w) {
+      return std::unexpected(who + " has " + std::to_string(n) +
+                             " training items, another rank other: every rank must read the same data");
+    }
+    for (const CheckpointPart& part : m_parts) {
+      if (auto r = dp->broadcast_parameters(part.optimized->params()); !r) {
+        return std::unexpected(r.error());
+      }
+    }
   }
   TrainResult result;
   result.first_step = result.last_step = m_first_step;
   const fs::path log_path = o.out / "log.jsonl";
-  if (auto r = truncate_log(log_path, m_first_step); !r) {
-    return std::unexpected(r.error());
-  }
-  FILE* log = std::fopen(log_path.c_str(), "a");
-  if (!log) {
-    return std::unexpected(log_path.string() + ": cannot open for appending");
-  }
+  FILE* log = nullptr;
+  auto open_log = [&]() -> std::expected<void, std::string> {
+    if (!writer) {
+      return {};
+    }
+    if (auto r = truncate_log(log_path, m_first_step); !r) {
+      return r;
+    }
+    log = std::fopen(log_path.c_str(), "a");
+    if (!log) {
+      return std::unexpected(log_path.string() + ": cannot open for appending");
+    }
+    return {};
+  };
+  auto close_log = [&]() {
+    const bool ok = log == nullptr || std::fclose(log) == 0;
+    log = nullptr;
+    return ok;
+  };
   auto fail = [&](std::string message) -> std::expected<TrainResult, std::string> {
-    std::fclose(log);
+    close_log();
     return std::unexpected(std::move(message));
   };
+  if (auto r = agree(dp, open_log()); !r) {
+    return fail(r.error());
+  }
+  // Whether any rank was interrupted: all stop after the same step.
+  auto stop_now = [&]() -> std::expected<bool, std::string> {
+    if (dp == nullptr) {
+      return interrupted();
+    }
+    auto any = dp->sum({interrupted() ? 1.0 : 0.0});
+    if (!any) {
+      return std::unexpected(any.error());
+    }
+    return (*any)[0] > 0;
+  };
   for (int64_t step = m_first_step; step < o.steps; ++step) {
-    if (interrupted()) {
+    auto stop = stop_now();
+    if (!stop) {
+      return fail(stop.error());
+    }
+    if (*stop) {
       result.interrupted = true;
       break;
     }
@@ -309,24 +404,29 @@ std::expected<TrainResult, std::string> Trainer::run(size_t n, const Body& body,
     (*entry)["seconds"] = seconds;
     (*entry)["tokens_per_s"] = seconds > 0 ? entry->value("tokens", 0.0) / seconds : 0.0;
     (*entry)["peak_rss_mib"] = peak_rss_mib();
-    const std::string line = entry->dump() + "\n";
-    if (std::fputs(line.c_str(), log) < 0 || std::fflush(log) != 0) {
-      return fail(log_path.string() + ": write failed");
-    }
-    on_step(*entry);
-    result.last_step = step + 1;
-    if (result.last_step % o.checkpoint_every == 0 || result.last_step == o.steps) {
-      if (auto r = save_checkpoint(result.last_step); !r) {
-        return fail(r.error());
+    std::expected<void, std::string> written;
+    if (writer) {
+      const std::string line = entry->dump() + "\n";
+      if (std::fputs(line.c_str(), log) < 0 || std::fflush(log) != 0) {
+        written = std::unexpected(log_path.string() + ": write failed");
       }
     }
+    result.last_step = step + 1;
+    if (written && writer && (result.last_step % o.checkpoint_every == 0 || result.last_step == o.steps)) {
+      written = save_checkpoint(result.last_step);
+    }
+    // The other ranks wait here for rank 0's log line and checkpoint.
+    if (auto r = agree(dp, written); !r) {
+      return fail(r.error());
+    }
+    on_step(*entry);
   }
-  if (std::fclose(log) != 0) {
+  if (!close_log()) {
     return std::unexpected(log_path.string() + ": close failed");
   }
   // An interrupted run keeps its last update, so that --resume loses nothing.
   if (result.interrupted && result.last_step > result.first_step && result.last_step % o.checkpoint_every != 0) {
-    if (auto r = save_checkpoint(result.last_step); !r) {
+    if (auto r = agree(dp, writer ? save_checkpoint(result.last_step) : std::expected<void, std::string>()); !r) {
       return std::unexpected(r.error());
     }
   }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "train/distributed.h"
 #include "train/optimizer.h"
 #include "train/sequence.h"
 #include "util/jsonl.h"
@@ -34,7 +35,22 @@ struct TrainOptions {
   int64_t checkpoint_every = 50;
   uint64_t seed = 0;
   bool resume = false;
+  // Data parallel (docs/TRAINING.md): null or inactive for one process. With a group, `batch` stays the global
+  // batch: every rank draws the same step_indices, trains on its shard_indices of them and normalizes by the whole
+  // update's action tokens, gradients are summed over ranks before the clip, only rank 0 writes log and checkpoints.
+  const DataParallel* dp = nullptr;
 };
+
+/// Rank and world size of `options` (0 and 1 without a data-parallel group).
+int rank_of(const TrainOptions& options);
+int world_of(const TrainOptions& options);
+/// This rank's part of the global `which` (all of it in one process).
+std::vector<size_t> my_share(const TrainOptions& options, const std::vector<size_t>& which);
+
+/// Agreement after a step that may fail on some ranks only (loading, a checkpoint on rank 0): every rank learns
+/// whether all succeeded, so none waits in a later collective for one that gave up. Returns this rank's error, or
+/// "another rank failed" when this one did not, or the collective's error. Without a group: `local`.
+std::expected<void, std::string> agree(const DataParallel* dp, const std::expected<void, std::string>& local);
 
 struct TrainResult {
   int64_t first_step = 0;  // 0, or the step resumed from
@@ -75,16 +91,18 @@ class Optimized {
     double grad_norm = 0;  // before clipping
     double lr = 0;
   };
-  /// One optimizer update from the gradients accumulated since the last: clip to max_grad_norm, AdamW step with
-  /// warmup_lr(lr, warmup, updates so far), zero the gradients. Every stage's update goes through here (the place
-  /// for a data-parallel all-reduce of the gradients, before the clip).
-  Update update();
+  /// One optimizer update from the gradients accumulated since the last: with TrainOptions::dp, the gradients
+  /// summed over ranks (each rank's loss is already normalized by the whole update); then clip to max_grad_norm,
+  /// AdamW step with warmup_lr(lr, warmup, updates so far), zero the gradients. Every stage's update goes through
+  /// here. Errors: a failed all-reduce (the weights are then left as they were).
+  std::expected<Update, std::string> update();
 
   AdamW& adam() { return m_adam; }
   const std::map<std::string, at::Tensor>& params() const { return m_params; }
 
  private:
   std::map<std::string, at::Tensor> m_params;
+  const DataParallel* m_dp;
   AdamW m_adam;
   double m_lr, m_max_grad_norm;
   int64_t m_warmup;
@@ -124,6 +142,10 @@ class Trainer {
   /// back to its checkpoint), then to `on_step`. Checkpoints out/checkpoint-NNNNNN/ every checkpoint_every steps,
   /// after the last and when interrupted (util/signals.h, polled between steps). Errors: the body's, the log's,
   /// a checkpoint's.
+  /// With a data-parallel group (all ranks call run): first the ranks check that they resume from the same step
+  /// and rank 0's parameters of every part are broadcast; the body's log fields must be batch-wide (summed over
+  /// ranks); only rank 0 writes the log and checkpoints, the others wait for it after each step (so a stop or a
+  /// resume finds the same state everywhere); a stop on any rank stops all after the same step.
   std::expected<TrainResult, std::string> run(size_t n, const Body& body,
                                               const std::function<void(const Json&)>& on_step);
 

@@ -52,22 +52,27 @@ at::Tensor mc_returns(const Batch& b, const at::Tensor& values) {
 
 }  // namespace
 
-double critic_explained_variance(const Critic& critic, const std::vector<Sequence>& data, int64_t micro_batch,
-                                 at::Device device) {
+std::expected<double, std::string> critic_explained_variance(const Critic& critic, const std::vector<Sequence>& data,
+                                                             const TrainOptions& o, at::Device device) {
   at::NoGradGuard no_grad;
   std::vector<size_t> all(data.size());
   for (size_t i = 0; i < all.size(); ++i) {
     all[i] = i;
   }
-  std::vector<at::Tensor> values, returns, masks;
-  for (const auto& part : micro_batches(all, micro_batch)) {
+  VarianceSums sums;
+  for (const auto& part : micro_batches(my_share(o, all), o.micro_batch)) {
     const Batch b = make_batch(data, part, device);
     const at::Tensor v = critic.values(b);
-    values.push_back(v.flatten());
-    returns.push_back(mc_returns(b, v).flatten());
-    masks.push_back(b.mask.flatten());
+    sums.add(v, mc_returns(b, v), b.mask);
   }
-  return explained_variance(at::cat(values), at::cat(returns), at::cat(masks));
+  if (o.dp != nullptr) {
+    auto total = o.dp->sum(sums.sums);
+    if (!total) {
+      return std::unexpected(total.error());
+    }
+    sums.sums = *total;
+  }
+  return sums.explained_variance();
 }
 
 std::expected<ValueResult, std::string> train_value(const TrainOptions& o, const std::vector<Sequence>& data,
@@ -81,31 +86,48 @@ std::expected<ValueResult, std::string> train_value(const TrainOptions& o, const
   }
   Json identity = run_identity(o, data.size());
   identity["stage"] = "value";
-  auto trainer = Trainer::open(o, identity);
-  if (!trainer) {
-    return std::unexpected(trainer.error());
-  }
-  auto critic = Critic::load(trainer->resumed_from().value_or(o.model), *device);
-  if (!critic) {
-    return std::unexpected(critic.error());
-  }
-  Optimized optimized(critic->weights(), o.lr, o);
-  if (auto r = trainer->add_part({"", &optimized, [&](const fs::path& dir) { return critic->save(dir); }}); !r) {
+  std::optional<Trainer> trainer;
+  std::optional<Critic> critic;
+  std::optional<Optimized> optimized;
+  auto setup = [&]() -> std::expected<void, std::string> {
+    auto opened = Trainer::open(o, identity);
+    if (!opened) {
+      return std::unexpected(opened.error());
+    }
+    trainer.emplace(std::move(*opened));
+    auto loaded = Critic::load(trainer->resumed_from().value_or(o.model), *device);
+    if (!loaded) {
+      return std::unexpected(loaded.error());
+    }
+    critic.emplace(std::move(*loaded));
+    optimized.emplace(critic->weights(), o.lr, o);
+    return trainer->add_part({"", &*optimized, [&](const fs::path& dir) { return critic->save(dir); }});
+  };
+  if (auto r = agree(o.dp, setup()); !r) {
     return std::unexpected(r.error());
   }
   ValueResult result;
-  result.explained_variance_before = critic_explained_variance(*critic, data, o.micro_batch, *device);
+  if (o.dp != nullptr) {  // the ranks' critics are rank 0's before the first measurement
+    if (auto r = o.dp->broadcast_parameters(critic->weights()); !r) {
+      return std::unexpected(r.error());
+    }
+  }
+  auto before = critic_explained_variance(*critic, data, o, *device);
+  if (!before) {
+    return std::unexpected(before.error());
+  }
+  result.explained_variance_before = *before;
   auto run = trainer->run(
       data.size(),
       [&](int64_t, const std::vector<size_t>& which) -> std::expected<Json, std::string> {
-        int64_t action_tokens = 0;
+        int64_t action_tokens = 0;  // the whole update's (the indices are global)
         for (size_t i : which) {
           action_tokens += data[i].action_tokens();
         }
         double loss = 0;
         int64_t tokens = 0;
-        std::vector<at::Tensor> values, returns, masks;
-        for (const auto& part : micro_batches(which, o.micro_batch)) {
+        VarianceSums sums;
+        for (const auto& part : micro_batches(my_share(o, which), o.micro_batch)) {
           const Batch b = make_batch(data, part, *device);
           const at::Tensor v = critic->values(b);
           const at::Tensor ret = mc_returns(b, v);
@@ -115,18 +137,30 @@ std::expected<ValueResult, std::string> train_value(const TrainOptions& o, const
           l.backward();
           loss += l.item<double>();
           tokens += b.tokens;
-          values.push_back(v.detach().flatten());
-          returns.push_back(ret.flatten());
-          masks.push_back(b.mask.flatten());
+          sums.add(v, ret, b.mask);
         }
-        const at::Tensor v = at::cat(values), ret = at::cat(returns), m = at::cat(masks);
-        const Optimized::Update u = optimized.update();
+        auto u = optimized->update();
+        if (!u) {
+          return std::unexpected(u.error());
+        }
+        if (o.dp != nullptr) {
+          std::vector<double> mine = sums.sums;
+          mine.push_back(loss);
+          mine.push_back(static_cast<double>(tokens));
+          auto total = o.dp->sum(mine);
+          if (!total) {
+            return std::unexpected(total.error());
+          }
+          sums.sums.assign(total->begin(), total->begin() + static_cast<std::ptrdiff_t>(sums.sums.size()));
+          loss = (*total)[sums.sums.size()];
+          tokens = static_cast<int64_t>((*total)[sums.sums.size() + 1]);
+        }
         return Json{{"value_loss", loss},
-                    {"explained_variance", explained_variance(v, ret, m)},
-                    {"value_mean", masked_mean(v, m).item<double>()},
-                    {"return_mean", masked_mean(ret, m).item<double>()},
-                    {"grad_norm", u.grad_norm},
-                    {"lr", u.lr},
+                    {"explained_variance", sums.explained_variance()},
+                    {"value_mean", sums.value_mean()},
+                    {"return_mean", sums.return_mean()},
+                    {"grad_norm", u->grad_norm},
+                    {"lr", u->lr},
                     {"tokens", tokens},
                     {"action_tokens", action_tokens}};
       },
@@ -135,7 +169,11 @@ std::expected<ValueResult, std::string> train_value(const TrainOptions& o, const
     return std::unexpected(run.error());
   }
   result.run = *run;
-  result.explained_variance_after = critic_explained_variance(*critic, data, o.micro_batch, *device);
+  auto after = critic_explained_variance(*critic, data, o, *device);
+  if (!after) {
+    return std::unexpected(after.error());
+  }
+  result.explained_variance_after = *after;
   return result;
 }
 

@@ -41,10 +41,11 @@ class Critic {
   model::Transformer m_model;
 };
 
-/// Explained variance of `critic` over all of `data` (no gradients; micro-batches of `micro_batch`) against the
-/// Monte-Carlo returns (every action token's return is its trajectory's reward).
-double critic_explained_variance(const Critic& critic, const std::vector<Sequence>& data, int64_t micro_batch,
-                                 at::Device device);
+/// Explained variance of `critic` over all of `data` (no gradients; micro-batches of options.micro_batch; with
+/// options.dp each rank takes its shard and the sums are added over ranks) against the Monte-Carlo returns (every
+/// action token's return is its trajectory's reward). Errors: a failed collective.
+std::expected<double, std::string> critic_explained_variance(const Critic& critic, const std::vector<Sequence>& data,
+                                                             const TrainOptions& options, at::Device device);
 
 struct ValueResult {
   TrainResult run;
@@ -57,7 +58,8 @@ struct ValueResult {
 /// the trajectory's reward on every action token. Loss: the token mean of ½ (V − Ret)² over the update's action
 /// tokens (value_loss without clipping: there are no old values). The actor is not loaded, so it stays as it is.
 /// Runs in Trainer's loop (checkpoints of the critic with its optimizer state, resume); each step's log line has
-/// value_loss, explained_variance (the batch's, before the update), value_mean, return_mean, grad_norm, lr, tokens.
+/// value_loss, explained_variance (the batch's, before the update, over all ranks' shares), value_mean, return_mean,
+/// grad_norm, lr, tokens.
 std::expected<ValueResult, std::string> train_value(const TrainOptions& options, const std::vector<Sequence>& data,
                                                     const std::function<void(const Json&)>& on_step);
 

@@ -1,8 +1,10 @@
 // ca-train: train the policy model on ca-rollout's trajectories (docs/TRAINING.md): rft, value, warmup, ppo.
 #include <ATen/Parallel.h>
 
+#include <chrono>
 #include <cmath>
 
+#include "train/distributed.h"
 #include "train/ppo.h"
 #include "train/precision.h"
 #include "train/rft.h"
@@ -31,6 +33,7 @@ int main(int argc, char** argv) try {
   PpoRunOptions p;
   std::vector<std::string> data = {"-"};
   int64_t max_context = 32768;
+  int64_t dist_timeout = 300;
   bool fail_fast = false;
   std::string model, out, critic, reference, dtype = "float32";
   for (CLI::App* s : {rft, value, warmup, ppo}) {
@@ -64,6 +67,10 @@ int main(int argc, char** argv) try {
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
     s->add_flag("--resume", o.resume, "Continue from the newest checkpoint in --out");
+    s->add_option("--dist-timeout", dist_timeout,
+                  "Data parallel: seconds every rank waits for the others at the rendezvous store")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
     s->add_flag("--fail-fast", fail_fast, "Stop at the first bad record");
   }
   for (CLI::App* s : {warmup, ppo}) {
@@ -112,6 +119,33 @@ int main(int argc, char** argv) try {
   if (auto r = set_compute_dtype(o.device, dtype); !r) return to_int(usage_error("--dtype: " + r.error()));
   install_interrupt_handlers();
 
+  // Data parallel: torchrun's or Slurm's variables (docs/TRAINING.md); world size 1 is one plain process.
+  auto env = read_dist_env();
+  if (!env) {
+    error(env.error());
+    return to_int(ExitCode::usage);
+  }
+  DistOptions dist;
+  if (env->world_size > 1) {
+    auto device = parse_device(o.device);
+    if (!device) {
+      error(device.error());
+      return to_int(ExitCode::usage);
+    }
+    dist.device = *device;
+    if (device->is_cuda()) {
+      o.device = "cuda:" + std::to_string(env->local_rank);  // the rank's GPU on its node, as DataParallel uses
+    }
+  }
+  dist.rendezvous_timeout = std::chrono::seconds(dist_timeout);
+  auto dp = DataParallel::init(*env, dist);
+  if (!dp) {
+    error(dp.error());
+    return to_int(ExitCode::io_error);
+  }
+  o.dp = dp->active() ? &*dp : nullptr;
+  const bool main_rank = dp->is_main();  // the others train as quietly as they log
+
   auto tokenizer = model::Tokenizer::load(o.model / "tokenizer.json");
   if (!tokenizer) {
     error(tokenizer.error());
@@ -127,7 +161,9 @@ int main(int argc, char** argv) try {
                                         return std::nullopt;
                                       });
   if (read != ExitCode::ok && read != ExitCode::some_failed) return to_int(read);
-  note(set.summary());
+  if (main_rank) {
+    note(set.summary());
+  }
   const std::string stage = app.get_subcommands()[0]->get_name();
   const char* key = rft->parsed() ? "loss" : value->parsed() ? "explained_variance" : "reward_mean";
   Progress progress(stage, static_cast<size_t>(o.steps));
@@ -135,7 +171,9 @@ int main(int argc, char** argv) try {
   auto on_step = [&](const Json& s) {
     first = first.is_null() ? s : first;
     last = s;
-    progress.tick(std::string(key) + " " + s.value(key, Json()).dump());
+    if (main_rank) {
+      progress.tick(std::string(key) + " " + s.value(key, Json()).dump());
+    }
   };
   std::expected<TrainResult, std::string> done;
   std::string summary;
@@ -155,9 +193,12 @@ int main(int argc, char** argv) try {
     error(done.error());
     return to_int(ExitCode::data_error);
   }
-  note(std::string(rft->parsed() || value->parsed() ? "updates " : "steps ") + std::to_string(done->first_step + 1) +
-       ".." + std::to_string(done->last_step) + ": " + key + " " + first.value(key, Json()).dump() + " -> " +
-       last.value(key, Json()).dump() + "; " + summary + "checkpoints and log.jsonl in " + out);
+  if (main_rank) {
+    note(std::string(rft->parsed() || value->parsed() ? "updates " : "steps ") + std::to_string(done->first_step + 1) +
+         ".." + std::to_string(done->last_step) + ": " + key + " " + first.value(key, Json()).dump() + " -> " +
+         last.value(key, Json()).dump() + "; " + summary + "checkpoints and log.jsonl in " + out +
+         (o.dp != nullptr ? " (" + std::to_string(dp->world_size()) + " ranks, " + dp->backend() + ")" : ""));
+  }
   if (done->interrupted) return to_int(ExitCode::interrupted);
   return to_int(read);
 } catch (...) {  // LibTorch's and the standard library's exceptions: util/exceptions.h
