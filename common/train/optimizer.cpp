@@ -24,19 +24,32 @@ void AdamW::step(double lr) {
   ++m_step;
   const double bias1 = 1.0 - std::pow(m_options.beta1, static_cast<double>(m_step));
   const double bias2 = 1.0 - std::pow(m_options.beta2, static_cast<double>(m_step));
-  for (auto& [name, p] : m_params) {
-    const at::Tensor& g = p.grad();
-    if (!g.defined()) {
+  // The same arithmetic as one tensor at a time, in multi-tensor kernels (a few launches for all the parameters on
+  // a GPU instead of several each).
+  std::vector<at::Tensor> p, g, m, v;
+  for (auto& [name, param] : m_params) {
+    if (!param.grad().defined()) {
       continue;
     }
-    at::Tensor& m = m_exp_avg[name];
-    at::Tensor& v = m_exp_avg_sq[name];
-    m.mul_(m_options.beta1).add_(g, 1.0 - m_options.beta1);
-    v.mul_(m_options.beta2).addcmul_(g, g, 1.0 - m_options.beta2);
-    p.mul_(1.0 - lr * m_options.weight_decay);
-    const at::Tensor denom = (v / bias2).sqrt_().add_(m_options.eps);
-    p.addcdiv_(m, denom, -lr / bias1);
+    p.push_back(param);
+    g.push_back(param.grad());
+    m.push_back(m_exp_avg[name]);
+    v.push_back(m_exp_avg_sq[name]);
   }
+  if (p.empty()) {
+    return;
+  }
+  at::_foreach_mul_(m, m_options.beta1);
+  at::_foreach_add_(m, g, 1.0 - m_options.beta1);
+  at::_foreach_mul_(v, m_options.beta2);
+  at::_foreach_addcmul_(v, g, g, 1.0 - m_options.beta2);
+  if (m_options.weight_decay != 0) {
+    at::_foreach_mul_(p, 1.0 - lr * m_options.weight_decay);
+  }
+  std::vector<at::Tensor> denom = at::_foreach_div(v, bias2);
+  at::_foreach_sqrt_(denom);
+  at::_foreach_add_(denom, m_options.eps);
+  at::_foreach_addcdiv_(p, m, denom, -lr / bias1);
 }
 
 void AdamW::zero_grad() {
@@ -81,20 +94,20 @@ std::expected<void, std::string> AdamW::load(const std::filesystem::path& path, 
 
 double clip_grad_norm(const std::map<std::string, at::Tensor>& params, double max_norm) {
   at::NoGradGuard no_grad;
-  double sum = 0;
+  // The squares summed in float64 on the parameters' device, in the parameters' order, and read once (one wait for
+  // the device, not one a parameter).
+  at::Tensor total;
+  std::vector<at::Tensor> grads;
   for (const auto& [name, p] : params) {
     if (p.grad().defined()) {
-      sum += p.grad().to(at::kDouble).square().sum().item<double>();
+      const at::Tensor s = p.grad().to(at::kDouble).square().sum();
+      total = total.defined() ? total + s : s;
+      grads.push_back(p.grad());
     }
   }
-  const double norm = std::sqrt(sum);
+  const double norm = total.defined() ? std::sqrt(total.item<double>()) : 0.0;
   if (max_norm > 0 && norm > max_norm) {
-    const double scale = max_norm / (norm + 1e-6);
-    for (const auto& [name, p] : params) {
-      if (p.grad().defined()) {
-        p.mutable_grad().mul_(scale);
-      }
-    }
+    at::_foreach_mul_(grads, max_norm / (norm + 1e-6));
   }
   return norm;
 }
