@@ -78,6 +78,11 @@ step pipeline timeout "${PIPE_TIMEOUT:-240}" env CA_BIN=build-gpu/bin KB_BENCHMA
 # The built-in policy through ca-rollout on every KB_EVERY-th KernelBench problem at full size (NO_COMPILE=1: eager only).
 step agent_builtin timeout "${AGENT_TIMEOUT:-420}" env CA_BIN="$PWD/build-gpu/bin" KB_BENCHMARKS="${KB_BENCHMARKS:-$PWD/.kb}" \
   bash tests/gpu/agent_builtin.sh "$OUT/agent"
+# ca-train ppo's step against the same step in PyTorch (bench/ppo_step.sh), SmolLM2-135M at SMOLLM2, fp32 and bf16.
+step ppo_bench timeout "${PPO_BENCH_TIMEOUT:-300}" env CA_BIN="$PWD/build-gpu/bin" CA_PYTHON="${CA_PYTHON:-python3}" \
+  bash bench/ppo_step.sh cuda
+# The training recipe (tests/gpu/train_recipe.sh; not yet run end to end): built-in -> rft -> value -> PPO, and PPO alone.
+step train_recipe timeout "${RECIPE_TIMEOUT:-540}" env CA_BIN="$PWD/build-gpu/bin" bash tests/gpu/train_recipe.sh "$OUT/recipe"
 # The full-size KernelBench import takes longest; it goes last, within what the machine's call has left.
 step kernelbench_import timeout "${KB_TIMEOUT:-240}" env KB_BENCHMARKS="${KB_BENCHMARKS:-$PWD/.kb}" \
   CA_BIN=build-gpu/bin bash tests/gpu/kernelbench_import.sh "$OUT/kernelbench"
