@@ -21,9 +21,12 @@
   freed and no timed call pays for fresh pages; with glibc's allocator some calls do and some do not
   (bench/RESULTS.md). On cuda both sides use PyTorch's caching allocator already.
 
-Prints one JSON line per task: {"id", "eager_us", "count"}.
+- TF32: --tf32 as ca-profile's (none, pytorch: PyTorch's own defaults, all), set on torch.backends before any
+  call; cuda only.
 
-    python eager_torch.py TASKS.jsonl --device cpu|cuda [--min-ms 100] [--rounds 5] [--threads 1]
+Prints one JSON line per task: {"id", "eager_us", "count", "tf32"}, tf32 the mode read back from torch.backends.
+
+    python eager_torch.py TASKS.jsonl --device cpu|cuda [--min-ms 100] [--rounds 5] [--threads 1] [--tf32 pytorch]
                           [--cpu-allocator build/lib/libca_cpu_allocator.so | none]
 """
 import argparse
@@ -38,7 +41,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bridge"))
-from compile_task import DTYPES, convert, fixed_list, resolve_op  # noqa: E402  the bridge's reading of the IR
+from compile_task import DTYPES, TF32_MODES, convert, fixed_list, resolve_op  # noqa: E402  the bridge's reading of the IR
 
 ROUND_OUTPUT_BYTES = 512 << 20  # k_round_output_bytes
 MAX_CALLS = 200  # ca-profile --max-calls
@@ -270,7 +273,12 @@ def main():
     parser.add_argument("--cpu-allocator", default=os.environ.get("CA_CPU_ALLOCATOR", DEFAULT_CPU_ALLOCATOR),
                         help="cpu: the ca_cpu_allocator shared library ($CA_CPU_ALLOCATOR, default: the build tree's), "
                              "or none for glibc's allocator (not what ca-profile times with)")
+    parser.add_argument("--tf32", default="pytorch", choices=list(TF32_MODES),
+                        help="TF32 mode of the baseline, as ca-profile --tf32 (default: pytorch, PyTorch's defaults)")
     args = parser.parse_args()
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = TF32_MODES[args.tf32]
+    flags = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    tf32 = next(name for name, mode in TF32_MODES.items() if mode == flags)
     if args.device == "cpu" and args.cpu_allocator != "none":
         if not os.path.exists(args.cpu_allocator):
             sys.exit(f"eager_torch.py: {args.cpu_allocator}: no such file; build the ca_cpu_allocator target or pass "
@@ -280,7 +288,7 @@ def main():
     for line in open(args.tasks):
         task = json.loads(line)
         median, count = time_program(task["program"], args.device, args.min_ms, args.rounds)
-        print(json.dumps({"id": task["id"], "eager_us": round(median, 3), "count": count}), flush=True)
+        print(json.dumps({"id": task["id"], "eager_us": round(median, 3), "count": count, "tf32": tf32}), flush=True)
 
 
 if __name__ == "__main__":

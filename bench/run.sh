@@ -92,7 +92,10 @@ PY
 done <"$out/candidates.jsonl"
 
 export CA_CPU_ALLOCATOR=${CA_CPU_ALLOCATOR:-$bin/../lib/libca_cpu_allocator.so}
-"$python" "$root/bench/eager_torch.py" "$tasks" --device "$backend" >"$out/eager_torch.jsonl" 2>>"$out/stderr.log"
+# PyTorch eager in ca-profile's TF32 mode: the one BENCH_PROFILE_FLAGS names, else both take the default (pytorch).
+tf32=()
+for ((i = 0; i + 1 < ${#extra[@]}; i++)); do [[ ${extra[i]} == --tf32 ]] && tf32=(--tf32 "${extra[i + 1]}"); done
+"$python" "$root/bench/eager_torch.py" "$tasks" --device "$backend" "${tf32[@]}" >"$out/eager_torch.jsonl" 2>>"$out/stderr.log"
 
 python3 - "$out" "$backend" "$warm_seconds" <<'PY' | tee "$out/results.md"
 import json, statistics, sys

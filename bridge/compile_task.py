@@ -5,7 +5,7 @@ The package takes the program's inputs and then its params as arguments, so
 no weights are embedded: packages stay small and one package serves every
 seed. Shapes are static: one package per program. Usage:
 
-    python compile_task.py TASK.json PACKAGE.pt2 --device cpu|cuda [--allow-tf32]
+    python compile_task.py TASK.json PACKAGE.pt2 --device cpu|cuda [--tf32 none|pytorch|all]
                            [--threads N] [--expect-torch VERSION]
     python compile_task.py --batch LIST.jsonl --device cpu|cuda [...the same options]
 
@@ -13,8 +13,11 @@ TASK.json holds one task record (or just its program); PACKAGE.pt2 must end in
 .pt2. --batch compiles many programs in this one process (importing torch and
 warming Inductor up cost far more than a small program's compile): each line
 of LIST.jsonl is {"task": TASK.json, "package": PACKAGE.pt2}.
---allow-tf32 lets float32 matmuls and convolutions use TF32 (both off
-otherwise, cuDNN's PyTorch default included). --threads N (cpu) fixes the
+--tf32 sets torch.backends' TF32 flags for the compile (docs/TIMING.md,
+"Precision"): none (matmuls and cuDNN fp32), pytorch (PyTorch's defaults:
+matmuls fp32, cuDNN TF32; the default) or all (both TF32). Inductor's own
+matmul kernels bake the matmul flag in; extern kernels (cuDNN convolutions)
+follow the loading process's settings when the package runs. --threads N (cpu) fixes the
 OpenMP threads of the generated C++ (Inductor's cpp.threads; the default is
 this process's torch.get_num_threads(), all cores). --expect-torch refuses,
 before compiling, a torch whose version without its local part ("2.11.0" of
@@ -22,7 +25,8 @@ before compiling, a torch whose version without its local part ("2.11.0" of
 LibTorch.
 
 Prints one JSON line per package as it is done: {"package", "seconds",
-"torch", "device", "allow_tf32", "threads"}. In --batch mode a program that
+"torch", "device", "tf32", "tf32_flags": {"matmul", "cudnn"}, "threads"},
+tf32_flags as torch.backends reports them once set. In --batch mode a program that
 fails gives {"package", "error", "torch"} and the others go on (exit 0).
 Errors that stop the run (a bad LIST line, the torch check, the single form's
 compile) go to stderr as one "compile_task.py: error:" line, exit 1.
@@ -124,12 +128,14 @@ def example_tensors(program, device):
     return tensors
 
 
-def set_modes(allow_tf32, threads):
+TF32_MODES = {"none": (False, False), "pytorch": (False, True), "all": (True, True)}  # (matmul, cudnn)
+
+
+def set_modes(tf32, threads):
     """The process-wide settings every package of this run is compiled under."""
-    # Both TF32 flags set explicitly: cuDNN's default is on, and the package
-    # must match the cache key's mode whatever the defaults are.
-    torch.backends.cuda.matmul.allow_tf32 = allow_tf32
-    torch.backends.cudnn.allow_tf32 = allow_tf32
+    # Both TF32 flags set explicitly: the package must match the cache key's
+    # mode whatever this torch's defaults (or TORCH_ALLOW_TF32_CUBLAS_OVERRIDE) are.
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = TF32_MODES[tf32]
     if threads:
         # The generated C++ hard-codes `#pragma omp parallel num_threads(N)`
         # with N = cpp.threads, or torch.get_num_threads() at compile time
@@ -154,7 +160,12 @@ def compile_one(task_path, package_path, args):
             raise RuntimeError(f"export produced dynamic shapes: {exported.range_constraints}")
         torch._inductor.aoti_compile_and_package(exported, package_path=package_path)
     return {"package": package_path, "seconds": round(time.time() - started, 3), "torch": torch.__version__,
-            "device": args.device, "allow_tf32": args.allow_tf32, "threads": args.threads}
+            "device": args.device, "tf32": args.tf32, "tf32_flags": tf32_flags(), "threads": args.threads}
+
+
+def tf32_flags():
+    """The TF32 flags torch reports now: what the package was compiled under, for the C++ side to check."""
+    return {"matmul": torch.backends.cuda.matmul.allow_tf32, "cudnn": torch.backends.cudnn.allow_tf32}
 
 
 def batch_pairs(list_path):
@@ -179,7 +190,7 @@ def main():
     parser.add_argument("package", nargs="?")
     parser.add_argument("--batch", metavar="LIST.jsonl")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--allow-tf32", action="store_true")
+    parser.add_argument("--tf32", default="pytorch", choices=list(TF32_MODES))
     parser.add_argument("--threads", type=int, default=0, metavar="N")
     parser.add_argument("--expect-torch", metavar="VERSION")
     args = parser.parse_args()
@@ -190,7 +201,7 @@ def main():
     if args.expect_torch and torch.__version__.split("+")[0] != args.expect_torch:
         raise RuntimeError(f"torch {torch.__version__} here, but the loader is LibTorch {args.expect_torch}: "
                            "use the Python of the virtualenv LibTorch came from")
-    set_modes(args.allow_tf32, args.threads)
+    set_modes(args.tf32, args.threads)
     if args.batch is None:
         print(json.dumps(compile_one(args.task, args.package, args)))
         return

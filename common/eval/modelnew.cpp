@@ -134,8 +134,11 @@ std::expected<Json, std::string> modelnew_request(const EvalOptions& options, co
   Tolerance tolerance;
   bool compile = std::find(options.profile_flags.begin(), options.profile_flags.end(), "--no-compile") ==
                  options.profile_flags.end();
-  bool tf32 =
-      std::find(options.profile_flags.begin(), options.profile_flags.end(), "--tf32") != options.profile_flags.end();
+  // ca-profile's --tf32 MODE, as ca-eval run passes it on.
+  auto tf32_flag = std::find(options.profile_flags.begin(), options.profile_flags.end(), "--tf32");
+  std::string tf32 = tf32_flag != options.profile_flags.end() && tf32_flag + 1 != options.profile_flags.end()
+                         ? *(tf32_flag + 1)
+                         : tf32_mode_name(Tf32Mode::pytorch);
   return Json{{"task", absolute_task},
               {"solution", fs::absolute(solution).string()},
               {"backend", options.backend},

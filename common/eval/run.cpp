@@ -57,7 +57,8 @@ std::expected<std::vector<Json>, std::string> read_all_records(const std::string
   for (;;) {
     auto status = reader->next(record, message);
     if (status == JsonlReader::Status::end) return records;
-    if (status == JsonlReader::Status::io_error) return std::unexpected(path + ": " + message);
+    if (status == JsonlReader::Status::io_error || status == JsonlReader::Status::interrupted)
+      return std::unexpected(path + ": " + message);
     if (status == JsonlReader::Status::bad_record) return std::unexpected(record.where() + ": " + message);
     records.push_back(std::move(record.value));
   }

@@ -1,6 +1,7 @@
 #include "filter/filter.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
@@ -9,6 +10,7 @@
 #include "torch/compiled.h"
 #include "torch/interpreter.h"
 #include "torch/op_catalog.h"
+#include "torch/precision.h"
 #include "torch/runner_calls.h"
 #include "torch/task_check.h"
 #include "torch/tensors.h"
@@ -101,7 +103,8 @@ void TaskFilter::precompile(const std::vector<std::string>& inputs, unsigned job
     Record record;
     std::string message;
     for (auto status = reader->next(record, message);
-         status != JsonlReader::Status::end && status != JsonlReader::Status::io_error;
+         status != JsonlReader::Status::end && status != JsonlReader::Status::io_error &&
+         status != JsonlReader::Status::interrupted;
          status = reader->next(record, message)) {
       if (status != JsonlReader::Status::record || !record.value.is_object() ||
           record.value.value("kind", "") != "task")
@@ -185,6 +188,10 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
   auto lease = DeviceLease::acquire(device.is_cuda() ? "cuda0" : "cpu", m_options.lock_dir, LeaseMode::shared);
   if (!lease) return std::unexpected(lease.error());
 
+  // Every check below judges the task against references in full fp32 (the TF32 mode covers the timed baselines only,
+  // docs/TIMING.md, "Precision"): TF32's own rounding must not reject a task as noise nor pass a control.
+  Tf32Scope reference_precision(Tf32Mode::none);
+
   // Deterministic: two runs on the same (separately made) inputs agree bit for bit.
   Trial a{make_tensors(*program, seed, device), {}};
   if (auto ran = run_trial(a, ""); !ran) return eager_error(ran.error());
@@ -236,10 +243,13 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
       m_clock = make_cpu_clock();
     }
   }
+  // The baselines run as PyTorch's users run them (--tf32); the record names the mode read back where eager ran.
+  std::optional<Tf32Scope> baseline_precision(std::in_place, m_options.compiled.tf32);
   auto eager_times = time_calls(*m_clock, m_options, run, a.tensors);
   if (!eager_times) return eager_error("timed run: " + eager_times.error());
   const double eager_ms = median_of(*eager_times);
   meta()["eager_ms"] = eager_ms;
+  meta()["precision"] = current_tf32_mode();
   if (Step step = check_runtime_window(eager_ms, eager_times->size(), m_options.min_ms, m_options.max_ms)) {
     return reject(*step);
   }
@@ -255,6 +265,7 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
     if (!compiled) return compile_error(compiled.error());
     auto outputs = compiled->run(a.tensors);
     if (!outputs) return compile_error(outputs.error());
+    // Against the fp32 reference, as a candidate is judged: a package whose TF32 error fails the tolerance fails.
     if (Step step = check_compiled_outputs(*outputs, a.outputs, m_options.tolerance)) return reject(*step);
     auto compile_times = time_calls(
         *m_clock, m_options, [&](const std::vector<at::Tensor>& tensors) { return compiled->run(tensors); }, a.tensors);
@@ -262,6 +273,8 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
     meta()["compile_ms"] = median_of(*compile_times);
     compile_info = {{"key", compiled->key()}, {"cached", compiled->cached()}, {"seconds", compiled->compile_seconds()}};
   }
+
+  baseline_precision.reset();
 
   const std::string key = near_duplicate_key(*program);
   if (auto kept = m_kept_keys.find(key); kept != m_kept_keys.end()) {

@@ -8,6 +8,7 @@
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 
+#include "util/atomic_file.h"
 #include "util/cli.h"
 #include "util/log.h"
 #include "util/record_loop.h"
@@ -53,13 +54,16 @@ std::string summary_line(ExitCode code, size_t kept, size_t rejected, const std:
 }  // namespace
 
 ExitCode filter_records(FilterOptions options, FilterRun run) {
+  // Each output is committed by a rename: one onto the other would keep only the rejects (or only the kept tasks).
+  if (!run.rejects.empty() && same_output_file(run.output, run.rejects)) {
+    return usage_error("--rejects '" + run.rejects + "' is the same file as -o '" + run.output +
+                       "': one would replace the other; give them different paths");
+  }
   if (options.backend == Backend::cuda && !at::hasCUDA()) {
     return usage_error("--device cuda: no CUDA device is available (this build or machine)");
   }
   at::set_num_threads(run.threads);
   options.compiled.num_threads = run.threads;  // the compiled baseline runs with eager's threads
-  at::globalContext().setAllowTF32CuBLAS(options.compiled.allow_tf32);
-  at::globalContext().setAllowTF32CuDNN(options.compiled.allow_tf32);
 
   TaskFilter filter(options);
   for (const auto& path : run.references) {

@@ -20,11 +20,12 @@ struct FilterRun {
   int threads = 1;                      // cpu: eager's intra-op threads, and the compiled baseline's
 };
 
-/// Runs ca-filter: sets eager's threads and TF32 mode, loads the references (a bad one ends the run: 66 missing,
+/// Runs ca-filter: sets eager's threads, loads the references (a bad one ends the run: 66 missing,
 /// 65 bad, 74 unreadable), precompiles the baselines of file inputs, then judges every record. Kept records go to
 /// run.output, rejected ones to run.rejects; a record that cannot be judged is reported and skipped (exit 1) or ends
 /// the run (run.fail_fast, exit 65). Prints "kept K of N; rejected: reason n, ..." to stderr. Returns the exit
-/// code; 64 when options.backend is cuda and no CUDA device is available.
+/// code; 64 when options.backend is cuda and no CUDA device is available, or when run.output and run.rejects are one
+/// file (same_output_file), checked before anything is read.
 ExitCode filter_records(FilterOptions options, FilterRun run);
 
 }  // namespace ca

@@ -16,8 +16,14 @@ void add_tolerance_flags(CLI::App& app, Tolerance& tolerance, const std::string&
       ->check(number_in(0, 1, "[)"));
 }
 
-void add_tf32_flag(CLI::App& app, bool& allow_tf32) {
-  app.add_flag("--tf32", allow_tf32, "Let the baselines use TF32 for float32 matmuls and convolutions");
+void add_tf32_flag(CLI::App& app, Tf32Mode& mode) {
+  app.add_option_function<std::string>(
+         "--tf32", [&mode](const std::string& name) { mode = *parse_tf32_mode(name); },
+         "TF32 in the timed baselines: none (fp32 everywhere), pytorch (PyTorch's defaults: cuDNN convolutions TF32, "
+         "cuBLAS matmuls fp32) or all (both TF32); correctness references stay fp32")
+      ->type_name("MODE")
+      ->default_str(tf32_mode_name(mode))
+      ->check(one_of(std::vector<std::string>(k_tf32_mode_names.begin(), k_tf32_mode_names.end())));
 }
 
 void add_build_flags(CLI::App& app, BuildOptions& build) {

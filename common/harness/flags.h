@@ -23,8 +23,9 @@ struct CandidateSources {
 /// ("timed outputs", "the negative controls").
 void add_tolerance_flags(CLI::App& app, Tolerance& tolerance, const std::string& applies_to);
 
-/// --tf32: lets float32 matmuls and convolutions of the baselines (eager and compiled) use TF32.
-void add_tf32_flag(CLI::App& app, bool& allow_tf32);
+/// --tf32 MODE: which float32 ops of the timed baselines (eager and compiled) may use TF32 (Tf32Mode; default
+/// pytorch, PyTorch's own defaults). A name outside none|pytorch|all is a usage error that names the set.
+void add_tf32_flag(CLI::App& app, Tf32Mode& mode);
 
 /// --cuda-arch and --fast-math: how candidates are built (kernel/builder.h).
 void add_build_flags(CLI::App& app, BuildOptions& build);

@@ -95,7 +95,8 @@ std::expected<std::vector<Json>, std::string> load_trajectories(const std::strin
   for (;;) {
     auto status = reader->next(record, message);
     if (status == JsonlReader::Status::end) break;
-    if (status == JsonlReader::Status::io_error) return std::unexpected(path + ": " + message);
+    if (status == JsonlReader::Status::io_error || status == JsonlReader::Status::interrupted)
+      return std::unexpected(path + ": " + message);
     if (status == JsonlReader::Status::bad_record) return std::unexpected(record.where() + ": " + message);
     auto messages = record.value.find("messages");
     if (messages != record.value.end() && messages->is_array()) trajectories.push_back(std::move(record.value));

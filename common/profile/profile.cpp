@@ -17,6 +17,7 @@
 #include "torch/compare.h"
 #include "torch/compiled.h"
 #include "torch/interpreter.h"
+#include "torch/precision.h"
 #include "torch/runner_calls.h"
 #include "torch/task_check.h"
 #include "torch/tensors.h"
@@ -188,7 +189,7 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
                   {"device", device_description(backend, 0)},
                   {"backend", backend_name(backend)},
                   {"method", k_method},
-                  {"precision", options.compiled.allow_tf32 ? "tf32" : "fp32"}};
+                  {"precision", tf32_mode_name(options.compiled.tf32)}};
   Phases phases;
   auto files = candidate_files(candidate);
   if (!files) return failed(profile, "static", files.error());
@@ -237,10 +238,11 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   } else {
     clock = make_cpu_clock();
   }
-  // Baselines get the candidate's threads (cpu) and the precision mode the record states (docs/RECORDS.md#reward).
+  // Baselines get the candidate's threads (cpu) and, while they are timed, the TF32 mode the record states.
   at::set_num_threads(options.num_threads);
-  at::globalContext().setAllowTF32CuBLAS(options.compiled.allow_tf32);
-  at::globalContext().setAllowTF32CuDNN(options.compiled.allow_tf32);
+  // Where the TF32 mode changes eager's outputs (cuda, a mode other than none), the candidate is compared with an
+  // fp32 run of its own; elsewhere eager's timed outputs are that run already (docs/TIMING.md, "Precision").
+  const bool eager_is_fp32 = backend != Backend::cuda || options.compiled.tf32 == Tf32Mode::none;
 
   Method eager = [&](const std::vector<at::Tensor>& inputs) { return interpreter->run(inputs); };
   Method compiled_run = [&](const std::vector<at::Tensor>& inputs) { return compiled->run(inputs); };
@@ -291,11 +293,14 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
         candidate_run = std::move(*ran);
         phases.mark("runner");
       } else if (which == 1) {
+        Tf32Scope precision(options.compiled.tf32);
+        profile["precision"] = current_tf32_mode();  // read back from LibTorch where eager runs
         auto timed = time_in_process(eager, *program, seeds, device, *clock);
         if (!timed) return Error("eager failed in " + label + ": " + timed.error());
         eager_run = std::move(*timed);
         phases.mark("eager");
       } else if (compiled) {
+        Tf32Scope precision(options.compiled.tf32);  // the package's extern kernels (cuDNN) read it as they run
         auto timed = time_in_process(compiled_run, *program, seeds, device, *clock);
         if (timed) {
           compiled_run_times = std::move(*timed);
@@ -314,7 +319,14 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
       if (auto failure = call_failure(*candidate_run, i, call, session->options())) {
         return failed(profile, failure->stage, failure->message);
       }
-      const auto& reference = eager_run->outputs[i];
+      std::vector<at::Tensor> fp32_reference;
+      if (!eager_is_fp32) {
+        Tf32Scope fp32(Tf32Mode::none);
+        auto ran = interpreter->run(make_tensors(*program, seeds[i], device));
+        if (!ran) return Error("the fp32 reference failed in " + call + ": " + ran.error());
+        fp32_reference = std::move(*ran);
+      }
+      const auto& reference = eager_is_fp32 ? eager_run->outputs[i] : fp32_reference;
       for (size_t k = 0; k < reference.size(); ++k) {
         Comparison c = compare_output(candidate_run->calls[i].outputs[k], reference[k], options.tolerance);
         if (!c.ok) return failed(profile, "compare", call + ", output " + std::to_string(k) + ": " + c.message);

@@ -27,7 +27,7 @@ struct ProfileOptions {
   int max_calls = 200;           // timed calls per method and round, at most
   bool compile = true;           // time the compiled baseline
   bool samples = false;          // keep every timed call's time in the record (samples_us)
-  CompiledOptions compiled;      // its cache; compiled.allow_tf32 is the precision mode of both baselines;
+  CompiledOptions compiled;      // its cache; compiled.tf32 is the TF32 mode of both timed baselines;
                                  // num_threads comes from the field above (baseline_options)
   Tolerance tolerance;           // for the outputs of timed calls
   double peak_bytes_per_s = 0;   // the floor's bandwidth; 0: the device's own (timing/speed_of_light.h)

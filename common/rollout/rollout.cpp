@@ -35,6 +35,7 @@ std::expected<std::vector<Json>, ExitCode> load_tasks(const std::vector<std::str
     for (;;) {
       auto status = reader->next(record, message);
       if (status == JsonlReader::Status::end) break;
+      if (status == JsonlReader::Status::interrupted) return std::unexpected(ExitCode::interrupted);
       if (status == JsonlReader::Status::io_error) {
         error(reader->name(), message);
         return std::unexpected(ExitCode::io_error);

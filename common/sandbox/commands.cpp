@@ -48,6 +48,7 @@ ExitCode create_workspaces(const std::string& tasks_path, const std::string& dir
   for (;;) {
     auto status = reader->next(record, message);
     if (status == JsonlReader::Status::end) break;
+    if (status == JsonlReader::Status::interrupted) return ExitCode::interrupted;
     if (status == JsonlReader::Status::io_error) {
       error(reader->name(), message);
       return ExitCode::io_error;

@@ -42,7 +42,7 @@ using Error = std::unexpected<std::string>;
 using Clock = std::chrono::steady_clock;
 
 // Version of the key text's layout; changing the layout must change it.
-constexpr const char* k_key_header = "ca-compiled-key 2";
+constexpr const char* k_key_header = "ca-compiled-key 3";
 // Lines of the bridge's stderr kept in an error message, and their length cap.
 constexpr size_t k_stderr_lines = 6;
 constexpr size_t k_stderr_chars = 2000;
@@ -298,6 +298,19 @@ void install(Entry& entry, const Json& report, const std::string& package, doubl
     return fail(entry, context, "the bridge's report has no \"torch\": " + trimmed(report.dump()));
   }
   std::string torch_version = report["torch"].get<std::string>();
+  // The bridge echoes the torch.backends flags it compiled under: a package made under another mode than its key's
+  // would time the wrong baseline from the cache for good.
+  const Tf32Mode mode = context.options.tf32;
+  const Json expected_flags = {{"matmul", mode == Tf32Mode::all}, {"cudnn", mode != Tf32Mode::none}};
+  auto flags = report.find("tf32_flags");
+  bool same_mode = report.contains("tf32") && report["tf32"] == tf32_mode_name(mode) && flags != report.end() &&
+                   flags->is_object() && flags->contains("matmul") && (*flags)["matmul"] == expected_flags["matmul"] &&
+                   flags->contains("cudnn") && (*flags)["cudnn"] == expected_flags["cudnn"];
+  if (!same_mode) {
+    return fail(entry, context,
+                "the bridge compiled under another TF32 mode than " + tf32_mode_name(mode) + " (torch.backends flags " +
+                    expected_flags.dump() + "): " + trimmed(report.dump()));
+  }
   if (base_version(torch_version) != TORCH_VERSION) {
     return fail(entry, context,
                 "the bridge's torch is " + torch_version + " but LibTorch is " + TORCH_VERSION +
@@ -316,7 +329,8 @@ void install(Entry& entry, const Json& report, const std::string& package, doubl
                  {"fingerprint", fingerprint(*entry.program)},
                  {"device", context.device_name},
                  {"torch", torch_version},
-                 {"allow_tf32", context.options.allow_tf32},
+                 {"tf32", tf32_mode_name(context.options.tf32)},
+                 {"tf32_flags", expected_flags},
                  {"threads", context.device.is_cpu() ? Json(context.options.num_threads) : Json(nullptr)},
                  {"compile_seconds", entry.seconds},
                  {"bridge_seconds", bridge_seconds},
@@ -367,7 +381,7 @@ void run_batch(const std::vector<Entry*>& batch, const std::string& python, cons
   std::vector<std::string> argv = {python,           bridge,       "--batch",
                                    list_path,        "--device",   context.device.is_cuda() ? "cuda" : "cpu",
                                    "--expect-torch", TORCH_VERSION};
-  if (options.allow_tf32) argv.push_back("--allow-tf32");
+  argv.insert(argv.end(), {"--tf32", tf32_mode_name(options.tf32)});
   if (context.device.is_cpu()) argv.insert(argv.end(), {"--threads", std::to_string(options.num_threads)});
   SubprocessOptions run_options;
   double timeout_s = options.timeout_s * double(batch.size());
@@ -481,7 +495,7 @@ std::expected<std::string, std::string> compiled_key_text(const Program& program
   // The generated C++ fixes its OpenMP threads; cuda kernels have none.
   std::string threads = device.is_cpu() ? "threads " + std::to_string(options.num_threads) + "\n" : "";
   return std::string(k_key_header) + "\ndevice " + *described + "\ntorch " + TORCH_VERSION + "\ntf32 " +
-         (options.allow_tf32 ? "1" : "0") + "\n" + threads + canonical_text(program);
+         tf32_mode_name(options.tf32) + "\n" + threads + canonical_text(program);
 }
 
 std::vector<std::expected<PackageState, std::string>> compile_missing(std::span<const Program* const> programs,

@@ -156,7 +156,9 @@ TEST_F(CompiledTest, CompilesOnceAndMatchesTheInterpreter) {
             (std::vector<std::string>{compiled.key() + ".json", compiled.key() + ".pt2"}));
   auto record = Json::parse(*read_file(s_root + "/compiled/" + compiled.key() + ".json"));
   EXPECT_EQ(record["sha256"], sha256_hex(*read_file(compiled.path())));
-  EXPECT_EQ(record["allow_tf32"], false);
+  // The bridge's own echo of the torch.backends flags it compiled under: PyTorch's defaults.
+  EXPECT_EQ(record["tf32"], "pytorch");
+  EXPECT_EQ(record["tf32_flags"], (Json{{"matmul", false}, {"cudnn", true}}));
 
   Program program = parse(k_program);
   auto interpreter = Interpreter::create(program);
@@ -205,9 +207,12 @@ TEST_F(CompiledTest, KeyIgnoresNamesAndSeesTf32ShapesAndCpuThreads) {
   EXPECT_NE(text->find("torch " TORCH_VERSION "\n"), std::string::npos);
   EXPECT_NE(text->find("device " + test_device().str() + " "), std::string::npos);
   EXPECT_EQ(*compiled_key_text(parse(renamed), test_device(), options), *text);
-  CompiledOptions tf32 = options;
-  tf32.allow_tf32 = true;
-  EXPECT_NE(*compiled_key_text(program, test_device(), tf32), *text);
+  EXPECT_NE(text->find("\ntf32 pytorch\n"), std::string::npos);
+  for (Tf32Mode mode : {Tf32Mode::none, Tf32Mode::all}) {
+    CompiledOptions tf32 = options;
+    tf32.tf32 = mode;
+    EXPECT_NE(*compiled_key_text(program, test_device(), tf32), *text);
+  }
   std::string reshaped = k_program;
   reshaped.replace(reshaped.find("[8, 16]"), 7, "[9, 16]");
   EXPECT_NE(*compiled_key_text(parse(reshaped), test_device(), options), *text);

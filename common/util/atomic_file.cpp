@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -62,6 +64,30 @@ std::expected<void, std::string> write_file_atomic(const std::string& path, std:
   if (!file) return std::unexpected(file.error());
   std::fwrite(contents.data(), 1, contents.size(), file->stream());
   return file->commit();
+}
+
+namespace {
+
+// Where a commit's rename lands: the folder resolved, the last name as given (a rename replaces a symlink, not what it
+// points to); "" when the folder does not resolve (opening the output will fail and say so).
+std::string rename_target(const std::string& path) {
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
+  char resolved[PATH_MAX];
+  if (realpath(dir.c_str(), resolved) == nullptr) return "";
+  return std::string(resolved) + "/" + (slash == std::string::npos ? path : path.substr(slash + 1));
+}
+
+}  // namespace
+
+bool same_output_file(const std::string& a, const std::string& b) {
+  if (a == "-" || b == "-") return a == b;
+  struct stat info_a, info_b;
+  const bool has_a = stat(a.c_str(), &info_a) == 0, has_b = stat(b.c_str(), &info_b) == 0;
+  if ((has_a && !S_ISREG(info_a.st_mode)) || (has_b && !S_ISREG(info_b.st_mode))) return false;
+  if (has_a && has_b && info_a.st_dev == info_b.st_dev && info_a.st_ino == info_b.st_ino) return true;
+  const std::string target_a = rename_target(a);
+  return target_a.empty() ? a == b : target_a == rename_target(b);
 }
 
 std::expected<std::string, std::string> read_file(const std::string& path) {

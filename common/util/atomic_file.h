@@ -33,6 +33,12 @@ class AtomicFile {
 /// Writes `contents` to `path` atomically. Returns an error message on failure.
 std::expected<void, std::string> write_file_atomic(const std::string& path, std::string_view contents);
 
+/// Whether output paths `a` and `b` ("-" for stdout) would end up as one file, so that one output's commit would
+/// replace the other's: the same path however spelled ("x", "./x", "d/../x", through a symlinked folder), or two names
+/// of one existing file (a symlink to it, a hard link). Existing files that are not regular (/dev/null, a FIFO) are
+/// written in place, not replaced, so they never count.
+bool same_output_file(const std::string& a, const std::string& b);
+
 /// Reads a whole file. Returns an error message naming the file on failure.
 std::expected<std::string, std::string> read_file(const std::string& path);
 

@@ -1,5 +1,6 @@
 #include "util/cli.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -107,6 +108,15 @@ CLI::Validator count(double high) {
 
 CLI::Validator seconds() {
   return number_in(0, 1e6, "(]");
+}
+
+CLI::Validator one_of(std::vector<std::string> names) {
+  return CLI::Validator(
+      [names](std::string& input) -> std::string {
+        if (std::find(names.begin(), names.end(), input) != names.end()) return "";
+        return "'" + quoted_value(input) + "' is not one of " + quoted_list(names) + did_you_mean(input, names);
+      },
+      "", "NAME");
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -36,6 +37,9 @@ CLI::Validator positive(double high = k_flag_magnitude_limit);
 CLI::Validator non_negative(double high = k_flag_magnitude_limit);
 /// [1, high]: how many of something to do or use (trials, rounds, threads, tasks).
 CLI::Validator count(double high = k_flag_magnitude_limit);
+/// A name from a fixed set, for enum-valued flags: anything else is a usage error that lists the set and suggests the
+/// nearest name ("--tf32: 'pytorh' is not one of 'none', 'pytorch', 'all', did you mean 'pytorch'?").
+CLI::Validator one_of(std::vector<std::string> names);
 /// (0, 1e6] seconds, for timeouts and limits: a million seconds (11.6 days) outlasts any run, and beyond it a timer's
 /// milliseconds overflow.
 CLI::Validator seconds();

@@ -3,6 +3,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "util/signals.h"
+
 namespace ca {
 
 std::expected<JsonlReader, std::string> JsonlReader::open(const std::string& path) {
@@ -105,10 +107,20 @@ JsonlReader::Status JsonlReader::next(Record& record, std::string& message) {
   for (;;) {
     m_buffer.clear();
     int c;
-    while ((c = std::getc(m_stream)) != EOF && c != '\n') m_buffer.push_back(static_cast<char>(c));
-    if (c == EOF && std::ferror(m_stream)) {
-      message = std::string("read failed: ") + std::strerror(errno);
-      return Status::io_error;
+    for (;;) {
+      while ((c = std::getc(m_stream)) != EOF && c != '\n') m_buffer.push_back(static_cast<char>(c));
+      if (c != EOF || !std::ferror(m_stream)) break;
+      // The handlers are installed without SA_RESTART (util/signals.h), so a signal ends a waiting read with EINTR:
+      // SIGINT or SIGTERM asks the tool to stop; another signal's interruption reads on from where it was.
+      if (errno != EINTR) {
+        message = std::string("read failed: ") + std::strerror(errno);
+        return Status::io_error;
+      }
+      if (interrupted()) {
+        message = "interrupted";
+        return Status::interrupted;
+      }
+      std::clearerr(m_stream);
     }
     if (c == EOF && m_buffer.empty()) return Status::end;
     ++m_line;

@@ -39,7 +39,8 @@ std::expected<Json, std::string> parse_json(const std::string& text);
 
 class JsonlReader {
  public:
-  enum class Status { record, bad_record, end, io_error };
+  /// interrupted: SIGINT or SIGTERM (util/signals.h) arrived while the read waited; the caller stops with 130.
+  enum class Status { record, bad_record, end, io_error, interrupted };
 
   /// Opens `path`, or standard input for "-". Returns an error message when
   /// the file cannot be opened.

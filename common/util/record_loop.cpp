@@ -25,9 +25,8 @@ ExitCode visit_records(const std::vector<std::string>& inputs, OnBadRecord on_ba
     for (;;) {
       auto status = reader->next(record, message);
       if (status == JsonlReader::Status::end) break;
+      if (status == JsonlReader::Status::interrupted) return ExitCode::interrupted;
       if (status == JsonlReader::Status::io_error) {
-        // SIGINT while the read waits gives EINTR: an interruption, not an I/O error.
-        if (interrupted()) return ExitCode::interrupted;
         error(reader->name(), message);
         return ExitCode::io_error;
       }

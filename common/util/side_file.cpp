@@ -14,6 +14,9 @@ std::expected<std::vector<Record>, SideFileError> read_side_file(const std::stri
   for (;;) {
     auto status = reader->next(record, message);
     if (status == JsonlReader::Status::end) return records;
+    if (status == JsonlReader::Status::interrupted) {
+      return std::unexpected(SideFileError{ExitCode::interrupted, reader->name() + ": " + message});
+    }
     if (status == JsonlReader::Status::io_error) {
       return std::unexpected(SideFileError{ExitCode::io_error, reader->name() + ": " + message});
     }

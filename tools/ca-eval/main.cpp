@@ -3,6 +3,7 @@
 
 #include "eval/report.h"
 #include "eval/run.h"
+#include "harness/flags.h"
 #include "util/atomic_file.h"
 #include "util/cli.h"
 #include "util/exceptions.h"
@@ -58,7 +59,8 @@ int main(int argc, char** argv) try {
   app.require_subcommand(1);
   EvalOptions options;
   std::string output = "-", report_input, report_dir, compare_a, compare_b;
-  bool no_compile = false, tf32 = false;
+  bool no_compile = false;
+  Tf32Mode tf32 = Tf32Mode::pytorch;
   auto* run = app.add_subcommand("run", "Judge a suite and write per-task results and a summary record");
   run->add_option("--suite", options.suite, "Task JSONL file")->required();
   auto* solutions =
@@ -82,7 +84,7 @@ int main(int argc, char** argv) try {
       ->capture_default_str()
       ->check(CLI::IsMember({"cpu", "cuda"}));
   run->add_flag("--no-compile", no_compile, "Profile without the torch.compile baseline");
-  run->add_flag("--tf32", tf32, "Let the baselines use TF32 (ca-profile --tf32)");
+  add_tf32_flag(*run, tf32);
   run->add_option("-o,--output", output, "Results JSONL file, - for stdout")->capture_default_str();
   run->add_option("--workdir", options.work_dir,
                   "Keep the tools' intermediate records here (default: a temporary folder)");
@@ -102,7 +104,7 @@ int main(int argc, char** argv) try {
     options.jobs = cli.common().jobs;
     options.seed = cli.common().seed;
     if (no_compile) options.profile_flags.push_back("--no-compile");
-    if (tf32) options.profile_flags.push_back("--tf32");
+    options.profile_flags.insert(options.profile_flags.end(), {"--tf32", tf32_mode_name(tf32)});
     std::string temp_dir;
     if (options.work_dir.empty()) {
       std::string pattern = (fs::temp_directory_path() / "ca-eval-XXXXXX").string();

@@ -284,7 +284,7 @@ class Judge:
         path = self.request["solution"] if kind == "solution" else self.task["file"]
         server.request({"op": "load", "kind": kind, "path": path, "bridge": self.request["bridge"],
                         "scale": self.task.get("scale", 1), "device": self.device, "compile": compile_model,
-                        "tf32": self.request.get("tf32", False), "flush_bytes": 2 * last_level_cache_bytes()},
+                        "tf32": self.request.get("tf32", "pytorch"), "flush_bytes": 2 * last_level_cache_bytes()},
                        stage=stage)
         server.timeout_s = self.request["call_timeout_s"]
         return server
@@ -385,7 +385,7 @@ class Judge:
         if profile is None:
             profile = {"ok": False, "skipped": "verification failed"}
         profile.update(device=device_name(self.device), backend=self.request["backend"],
-                       precision="tf32" if self.request.get("tf32") else "fp32",
+                       precision=self.request.get("tf32", "pytorch"),
                        method="modelnew: the judge's monotonic clock from the request that starts a call to the "
                               "reply after the device synchronised, less the median empty round trip; cache "
                               "flushed before each call; median of the timed calls")

@@ -74,7 +74,9 @@ class Server:
         self.compile = request.get("compile", False)
         if not self.device.startswith("cuda"):
             torch.set_num_threads(1)  # ca-profile's default: eager and candidates on one intra-op thread
-        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = bool(request.get("tf32"))
+        # ca-profile's --tf32 modes: (matmul, cudnn) TF32 flags; pytorch is PyTorch's own defaults.
+        tf32 = {"none": (False, False), "pytorch": (False, True), "all": (True, True)}[request.get("tf32", "pytorch")]
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
         path = request["path"]
         if request["kind"] == "reference":
             sys.path.insert(0, request["bridge"])

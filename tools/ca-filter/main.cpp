@@ -35,7 +35,7 @@ int main(int argc, char** argv) try {
   app.add_flag("--compile", compile,
                "Check that the task runs under torch.compile (default on cuda; minutes a task on cpu)");
   app.add_flag("--no-compile", no_compile, "Do not check torch.compile (default on cpu)");
-  add_tf32_flag(app, options.compiled.allow_tf32);
+  add_tf32_flag(app, options.compiled.tf32);
   add_tolerance_flags(app, options.tolerance, "the negative controls (as ca-verify judges)");
   app.add_option("--max-similarity", options.max_similarity,
                  "Reject at this op-shingle similarity to a reference task or above")

@@ -34,7 +34,7 @@ int main(int argc, char** argv) try {
       ->check(count(1e9));
   app.add_flag("--no-compile", no_compile, "Do not time the torch.compile baseline");
   app.add_flag("--samples", options.samples, "Keep every timed call's time in the record, round by round (samples_us)");
-  add_tf32_flag(app, options.compiled.allow_tf32);
+  add_tf32_flag(app, options.compiled.tf32);
   app.add_option("--threads", options.num_threads, "cpu: threads of the candidate and of the baselines")
       ->capture_default_str()
       ->check(count(4096));
