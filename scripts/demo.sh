@@ -170,6 +170,7 @@ stage_trained() {
 stage_eval() {
   local who
   for who in builtin trained; do
+    mkdir -p "$out/eval-$who"
     "$bin/ca-eval" run --suite "$out/heldout.jsonl" --judged "$out/$who-heldout.jsonl" --backend "$backend" \
       -o "$out/eval-$who/results.jsonl"
     "$bin/ca-eval" report "$out/eval-$who/results.jsonl" -o "$out/eval-$who"
