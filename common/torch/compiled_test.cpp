@@ -91,7 +91,9 @@ constexpr const char* k_list_packages = R"sh(sed -n 's/.*"package":"\([^"]*\)".*
 
 // A shell line printing the bridge's report for one package.
 std::string report_of(const std::string& package, const std::string& torch) {
-  return R"(echo "{\"package\": \")" + package + R"(\", \"torch\": \")" + torch + R"(\"}")";
+  // Echoes the default mode (pytorch) as a real bridge does, so only what a test changes is wrong.
+  return R"(echo "{\"package\": \")" + package + R"(\", \"torch\": \")" + torch +
+         R"(\", \"tf32\": \"pytorch\", \"tf32_flags\": {\"matmul\": false, \"cudnn\": true}}")";
 }
 
 class CompiledTest : public ::testing::Test {

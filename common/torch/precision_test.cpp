@@ -25,8 +25,8 @@ TEST(PrecisionTest, EachModeSetsBothFlagsAndNamesItself) {
     Tf32Mode mode;
     bool cublas, cudnn;
   };
-  for (const Case& c : {Case{Tf32Mode::none, false, false}, Case{Tf32Mode::pytorch, false, true},
-                        Case{Tf32Mode::all, true, true}}) {
+  for (const Case& c :
+       {Case{Tf32Mode::none, false, false}, Case{Tf32Mode::pytorch, false, true}, Case{Tf32Mode::all, true, true}}) {
     Tf32Scope scope(c.mode);
     EXPECT_EQ(at::globalContext().allowTF32CuBLAS(), c.cublas) << tf32_mode_name(c.mode);
     EXPECT_EQ(at::globalContext().allowTF32CuDNN(), c.cudnn) << tf32_mode_name(c.mode);

@@ -34,12 +34,14 @@ class PrecompileTest : public ::testing::Test {
     m_root = pattern;
     m_options.cache_dir = m_root + "/cache";
     m_options.python = m_root + "/python";
-    std::ofstream(m_options.python) << "#!/bin/sh\necho start >> '" << m_root << "/log'\n"
-                                    << R"sh(for p in $(sed -n 's/.*"package":"\([^"]*\)".*/\1/p' "$3"); do)sh"
-                                    << "\n"
-                                    << "  echo package > \"$p\"\n"
-                                    << R"(  echo "{\"package\": \"$p\", \"torch\": \")" TORCH_VERSION R"(\"}")"
-                                    << "\ndone\n";
+    std::ofstream(m_options.python)
+        << "#!/bin/sh\necho start >> '" << m_root << "/log'\n"
+        << R"sh(for p in $(sed -n 's/.*"package":"\([^"]*\)".*/\1/p' "$3"); do)sh"
+        << "\n"
+        << "  echo package > \"$p\"\n"
+        << R"(  echo "{\"package\": \"$p\", \"torch\": \")" TORCH_VERSION
+           R"(\", \"tf32\": \"pytorch\", \"tf32_flags\": {\"matmul\": false, \"cudnn\": true}}")"
+        << "\ndone\n";
     ::chmod(m_options.python.c_str(), 0700);
   }
   void TearDown() override { (void)run_subprocess({"rm", "-rf", m_root}); }

@@ -29,7 +29,7 @@ assert abs(o["geomean_speedup_passing"]["vs_eager"] - v) < 1e-12
 assert abs(o["geomean_speedup_failures_as_1"]["vs_eager"] - math.sqrt(v)) < 1e-12
 assert o["geomean_speedup_passing"]["vs_compile"] is None and o["geomean_speedup_passing"]["tasks_compile"] == 0
 env = s["environment"]
-assert env["hardware"].startswith("cpu") and env["precision"] == "fp32" and env["backend"] == "cpu", env
+assert env["hardware"].startswith("cpu") and env["precision"] == "pytorch" and env["backend"] == "cpu", env
 PY
 
 # A solutions folder: <task dir>/kernels/... (relu_rand's correct kernel only).

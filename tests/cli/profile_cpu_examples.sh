@@ -27,6 +27,6 @@ for line in open(sys.argv[1]):
     if p["ok"]:
         assert p["times_us"]["candidate"] > p["floor_us"] > 0, r["id"]
         assert p["times_us"]["compile"] is not None, f"{r['id']}: no compile baseline: {p.get('compile_error')}"
-        assert p["precision"] == "fp32" and p["backend"] == "cpu", r["id"]
+        assert p["precision"] == "pytorch" and p["backend"] == "cpu", r["id"]
 PY
 finish
