@@ -210,8 +210,17 @@ std::string check_path(const std::string& path) {
   if (path.empty() || path.back() == '/') return "\"" + path + "\": not a file name";
   if (path.front() == '/') return path + ": file paths must be relative";
   if (path.find('\0') != std::string::npos) return "file path contains a NUL byte";
+  // The build writes each file under its own folder: a name the filesystem refuses (NAME_MAX, 255 bytes on
+  // Linux) is the candidate's failure, with a verdict, not a machine error that loses the record.
+  constexpr size_t k_max_name = 255, k_max_path = 1024;
+  auto shown = [&] { return path.size() > 60 ? path.substr(0, 40) + "..." + path.substr(path.size() - 12) : path; };
+  if (path.size() > k_max_path) return shown() + ": file path longer than " + std::to_string(k_max_path) + " bytes";
   for (std::string_view part : split(path, '/')) {
     if (part == "..") return path + ": file paths may not contain \"..\"";
+    if (part.size() > k_max_name) {
+      return shown() + ": a file or folder name of " + std::to_string(part.size()) + " bytes (at most " +
+             std::to_string(k_max_name) + ")";
+    }
   }
   return "";
 }

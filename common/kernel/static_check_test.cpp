@@ -95,6 +95,12 @@ TEST(StaticCheckTest, FilePathsMustStayInsideTheCandidate) {
   EXPECT_NE(check_sources({{"kernels/../../x.cu", ""}}), "");
   EXPECT_NE(check_sources({{"..", ""}}), "");
   EXPECT_NE(check_sources({{"", ""}}), "");
+  // Names the filesystem refuses get a static verdict, not a lost record (issue 24 item 7).
+  EXPECT_EQ(check_sources({{"kernels/" + std::string(251, 'a') + ".cpp", ""}}), "");
+  EXPECT_NE(check_sources({{"kernels/" + std::string(300, 'a') + ".cpp", ""}}).find("name of 304 bytes"),
+            std::string::npos);
+  EXPECT_NE(check_sources({{std::string(600, 'a') + "/" + std::string(600, 'b') + ".cpp", ""}}).find("longer than"),
+            std::string::npos);
 }
 
 TEST(StaticCheckTest, HonestUsesOfTheStandardLibraryPass) {

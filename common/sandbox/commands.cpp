@@ -21,6 +21,8 @@ std::string limit_message(const SandboxResult& result, const SandboxLimits& limi
     return "command hit the memory limit (" + std::to_string(limits.memory_bytes) + " bytes)";
   if (result.limit_hit == "file size")
     return "command hit the file-size limit (" + std::to_string(limits.file_bytes) + " bytes)";
+  if (result.limit_hit == "disk")
+    return "command passed the disk quota of kernels/ (" + std::to_string(limits.disk_bytes) + " bytes in all)";
   if (result.limit_hit == "processes")
     return "command hit the process limit (" + std::to_string(limits.processes) + ")";
   if (result.limit_hit == "output") return "command output beyond the capture limit was dropped";
@@ -40,6 +42,13 @@ ExitCode create_workspaces(const std::string& tasks_path, const std::string& dir
   if (!reader) {
     error(reader.error());
     return ExitCode::no_input;
+  }
+  // A folder that cannot be made fails the run once (an I/O error), not each record.
+  std::error_code made;
+  fs::create_directories(dir, made);
+  if (made || !fs::is_directory(dir)) {
+    error(dir, made ? made.message() : "not a directory");
+    return ExitCode::io_error;
   }
   ExitCode code = ExitCode::ok;
   bool found = false;
@@ -122,8 +131,9 @@ ExitCode unpack_snapshot(const std::string& archive, const std::string& destinat
     return ExitCode::no_input;
   }
   auto unpacked = unpack_archive(archive, destination);
-  if (!unpacked) error(unpacked.error());
-  return unpacked ? ExitCode::ok : ExitCode::data_error;
+  if (unpacked) return ExitCode::ok;
+  error(unpacked.error().message);
+  return unpacked.error().destination ? ExitCode::io_error : ExitCode::data_error;
 }
 
 }  // namespace ca

@@ -41,6 +41,7 @@ namespace {
 
 constexpr size_t k_max_output = size_t{32} << 20;        // per stream; the rest is read and dropped
 constexpr auto k_drain_grace = std::chrono::seconds(5);  // after exit or kill, for the pipes to close
+constexpr auto k_disk_check_interval = std::chrono::milliseconds(10);  // the parent's walks of the writable paths
 constexpr int k_max_depth = 256;                         // of a writable tree given to the sandbox user
 constexpr int k_status_fd = 3;                           // bwrap --json-status-fd in the child
 constexpr int k_exec_error_fd = 4;                       // the child reports a failed exec here
@@ -174,7 +175,8 @@ std::vector<Limit> rlimits(const SandboxSpec& spec) {
   auto cpu = static_cast<rlim_t>(std::max(1.0, std::ceil(limits.cpu_s)));
   auto memory = static_cast<rlim_t>(limits.memory_bytes);
   auto processes = static_cast<rlim_t>(std::max(1, limits.processes));
-  auto file = static_cast<rlim_t>(limits.file_bytes);
+  auto file = static_cast<rlim_t>(limits.disk_bytes > 0 ? std::min(limits.file_bytes, limits.disk_bytes)
+                                                         : limits.file_bytes);
   // The CUDA driver reserves far more address space than it uses, so a GPU
   // run limits data segments (what malloc and cudaMallocHost grow) instead.
   int memory_resource = spec.gpu ? RLIMIT_DATA : RLIMIT_AS;
@@ -317,6 +319,9 @@ struct SandboxProcess {
   bool paused = false;  // SandboxSession::pause stopped it
   pid_t command = -1;   // the command's own process (host pid), once found; SandboxSession::freeze stops it
   bool frozen = false;
+  int64_t disk_at_start = 0;  // the writable paths' usage when it started (limits.disk_bytes)
+  bool disk_exceeded = false;  // killed for passing limits.disk_bytes
+  Clock::time_point disk_checked{};
 };
 
 namespace {
@@ -347,6 +352,33 @@ Clock::time_point deadline_after(double seconds) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
+// Walks one tree for disk_usage: lstat, never following a link; each inode once.
+void add_usage(const fs::path& path, std::set<std::pair<dev_t, ino_t>>& seen, int64_t& total, int64_t stop_after,
+               int depth) {
+  struct stat info;
+  if ((stop_after > 0 && total > stop_after) || depth > k_max_depth || ::lstat(path.c_str(), &info) != 0) return;
+  if (!seen.insert({info.st_dev, info.st_ino}).second) return;
+  total += int64_t(info.st_blocks) * 512 + k_disk_entry_bytes;
+  if (!S_ISDIR(info.st_mode)) return;
+  std::error_code ec;
+  for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    add_usage(it->path(), seen, total, stop_after, depth + 1);
+  }
+}
+
+// Whether the writable paths passed limits.disk_bytes and grew since the start (a tree already over it when the
+// command started may still be cleaned by it).
+bool over_disk_quota(SandboxProcess& p) {
+  const int64_t quota = p.spec.limits.disk_bytes;
+  if (quota <= 0 || p.spec.writable.empty()) return false;
+  // Once per poll interval at most, however fast output wakes the loop.
+  const auto now = Clock::now();
+  if (now - p.disk_checked < k_disk_check_interval) return false;
+  p.disk_checked = now;
+  int64_t used = disk_usage(p.spec.writable, std::max(quota, p.disk_at_start));
+  return used > quota && used > p.disk_at_start;
+}
+
 // Feeds stdin, collects output and status until bwrap is gone or, while it runs, `enough()` holds; kills the sandbox
 // at `deadline` (result.timed_out) or on an interrupt (then fails with "interrupted" once it is gone).
 std::expected<void, std::string> supervise(SandboxProcess& p, Clock::time_point deadline,
@@ -365,6 +397,12 @@ std::expected<void, std::string> supervise(SandboxProcess& p, Clock::time_point 
       stop = p.was_interrupted = true;
     } else if (!p.give_up && enough()) {
       return {};
+    } else if (!p.give_up && over_disk_quota(p)) {
+      // Checked while it writes, on every wake (at most 20 ms apart): what passes the quota is what one wake's
+      // interval of writing holds (docs/EXPLOITS.md, disk share).
+      kill_sandbox(p.child);
+      p.disk_exceeded = true;
+      p.give_up = Clock::now() + k_drain_grace;
     } else {
       stop = !p.result.timed_out && Clock::now() >= deadline;
     }
@@ -510,6 +548,13 @@ void stop(SandboxProcess& p) {
 
 }  // namespace
 
+int64_t disk_usage(const std::vector<std::string>& paths, int64_t stop_after) {
+  std::set<std::pair<dev_t, ino_t>> seen;
+  int64_t total = 0;
+  for (const auto& path : paths) add_usage(path, seen, total, stop_after, 0);
+  return total;
+}
+
 std::vector<std::string> bwrap_arguments(const SandboxSpec& spec, HostUser host_user, const std::string& setpriv) {
   std::vector<std::string> args;
   if (host_user == HostUser::root) {
@@ -616,6 +661,7 @@ std::expected<std::unique_ptr<SandboxProcess>, std::string> launch(const Sandbox
   }
   UniqueFd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   bool feed = interactive || !spec->stdin_data.empty();
+  const int64_t disk_at_start = spec->limits.disk_bytes > 0 ? disk_usage(spec->writable) : 0;
   auto child = start(args, *spec, feed ? in_pipe->first.get() : null_fd.get(), out_pipe->second.get(),
                      err_pipe->second.get(), status_pipe->second.get());
   if (!child) return std::unexpected(child.error());
@@ -628,6 +674,7 @@ std::expected<std::unique_ptr<SandboxProcess>, std::string> launch(const Sandbox
   for (int fd : {p->stdin_fd.get(), p->out.fd.get(), p->err.fd.get(), p->status.fd.get()}) {
     if (fd >= 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   }
+  p->disk_at_start = disk_at_start;
   p->pending = interactive ? "" : spec->stdin_data;
   p->close_stdin = !interactive;
   p->spec = std::move(*spec);
@@ -646,6 +693,14 @@ std::expected<SandboxResult, std::string> conclude(SandboxProcess& p) {
     result.exit_code = std::atoi(p.status_text.c_str() + at + 12);
   } else if (result.timed_out) {
     result.exit_code = 128 + SIGKILL;
+  } else if (WIFSIGNALED(wait_status) && p.status_text.find("\"child-pid\"") == std::string::npos) {
+    // bwrap itself died before it started the command: the limits apply to it too (RLIMIT_AS of 1 KiB kills
+    // it in its dynamic loader), so this is the sandbox's failure, not the command's.
+    std::string why = "sandbox setup failed: bwrap ended by signal " + std::to_string(WTERMSIG(wait_status)) + " (" +
+                      strsignal(WTERMSIG(wait_status)) + ") before it started the command";
+    if (p.spec.limits.memory_bytes < (int64_t{64} << 20))
+      why += "; the memory limit (" + std::to_string(p.spec.limits.memory_bytes) + " bytes) is likely too small";
+    return std::unexpected(why);
   } else if (WIFSIGNALED(wait_status)) {
     result.exit_code = 128 + WTERMSIG(wait_status);
   } else if (contains(result.err, "bwrap: execvp")) {
@@ -659,7 +714,7 @@ std::expected<SandboxResult, std::string> conclude(SandboxProcess& p) {
   const rusage& usage = p.child.usage;
   double cpu_used = double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
                     1e-6 * double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
-  result.limit_hit = limit_hit(result, p.spec.limits, cpu_used, p.out.truncated || p.err.truncated);
+  result.limit_hit = p.disk_exceeded ? "disk" : limit_hit(result, p.spec.limits, cpu_used, p.out.truncated || p.err.truncated);
   return result;
 }
 

@@ -16,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "sandbox/sandbox.h"
 #include "util/atomic_file.h"
 #include "util/remove_tree.h"
 
@@ -124,7 +125,13 @@ std::expected<void, std::string> add_entry(archive* a, const fs::path& root, con
   return {};
 }
 
-std::expected<void, std::string> copy_data(archive* in, archive* out, const std::string& name) {
+std::string over_quota(const std::string& name) {
+  return name + ": the snapshot unpacks to more than " + std::to_string(k_unpack_max_bytes) +
+         " bytes (the unpack quota); nothing was kept";
+}
+
+// `used`: what the entries so far hold, as k_unpack_max_bytes counts it; grown by each block before it is written.
+std::expected<void, std::string> copy_data(archive* in, archive* out, const std::string& name, int64_t& used) {
   const void* block;
   size_t size;
   la_int64_t offset;
@@ -132,6 +139,8 @@ std::expected<void, std::string> copy_data(archive* in, archive* out, const std:
     int status = archive_read_data_block(in, &block, &size, &offset);
     if (status == ARCHIVE_EOF) return {};
     if (status != ARCHIVE_OK) return std::unexpected(name + ": " + archive_message(in));
+    used += int64_t(size);
+    if (used > k_unpack_max_bytes) return std::unexpected(over_quota(name));
     if (archive_write_data_block(out, block, size, offset) != ARCHIVE_OK)
       return std::unexpected(name + ": " + archive_message(out));
   }
@@ -146,6 +155,7 @@ std::expected<void, std::string> extract(archive* in, const fs::path& root) {
   archive_write_disk_set_options(
       out.get(), ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT);
   archive_entry* entry;
+  int64_t used = 0;
   for (;;) {
     int status = archive_read_next_header(in, &entry);
     if (status == ARCHIVE_EOF) return {};
@@ -167,6 +177,10 @@ std::expected<void, std::string> extract(archive* in, const fs::path& root) {
       why = "not a directory, regular file or link";
     }
     if (!why.empty()) return std::unexpected("entry '" + name + "': " + why);
+    // Its header's size first, so that an entry that cannot fit is refused before a byte of it is written.
+    used += k_disk_entry_bytes;
+    if (used + std::max<int64_t>(0, archive_entry_size(entry)) > k_unpack_max_bytes)
+      return std::unexpected(over_quota("entry '" + name + "'"));
     std::string destination = (root / name).string();
     archive_entry_set_pathname(entry, destination.c_str());
     archive_entry_set_perm(entry, archive_entry_perm(entry) & 0777);  // no setuid, setgid or sticky bits
@@ -178,7 +192,7 @@ std::expected<void, std::string> extract(archive* in, const fs::path& root) {
     if (archive_write_header(out.get(), entry) != ARCHIVE_OK)
       return std::unexpected("entry '" + name + "': " + archive_message(out.get()));
     if (archive_entry_size(entry) > 0) {
-      if (auto copied = copy_data(in, out.get(), "entry '" + name + "'"); !copied) return copied;
+      if (auto copied = copy_data(in, out.get(), "entry '" + name + "'", used); !copied) return copied;
     }
     if (archive_write_finish_entry(out.get()) != ARCHIVE_OK)
       return std::unexpected("entry '" + name + "': " + archive_message(out.get()));
@@ -228,29 +242,32 @@ std::expected<void, std::string> pack_directory(const std::string& dir, const st
   return {};
 }
 
-std::expected<void, std::string> unpack_archive(const std::string& archive_path, const std::string& dir) {
+std::expected<void, UnpackError> unpack_archive(const std::string& archive_path, const std::string& dir) {
+  auto bad_archive = [](std::string message) { return std::unexpected(UnpackError{std::move(message), false}); };
+  auto cannot_write = [](std::string message) { return std::unexpected(UnpackError{std::move(message), true}); };
   ArchivePtr in(archive_read_new(), archive_read_free);
   archive_read_support_filter_all(in.get());
   archive_read_support_format_tar(in.get());
   if (archive_read_open_filename(in.get(), archive_path.c_str(), 65536) != ARCHIVE_OK) {
-    return std::unexpected(archive_path + ": " + archive_message(in.get()));
+    return bad_archive(archive_path + ": " + archive_message(in.get()));
   }
   fs::path target = fs::path(dir).lexically_normal();
   if (!target.has_filename()) target = target.parent_path();
-  if (!is_empty_or_missing(target)) return std::unexpected(target.string() + ": already exists and is not empty");
+  if (!is_empty_or_missing(target)) return bad_archive(target.string() + ": already exists and is not empty");
   std::error_code ec;
   if (!target.parent_path().empty()) fs::create_directories(target.parent_path(), ec);
   std::string pattern = (target.parent_path() / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
-  if (::mkdtemp(pattern.data()) == nullptr) return std::unexpected(pattern + ": " + std::strerror(errno));
+  if (::mkdtemp(pattern.data()) == nullptr) return cannot_write(pattern + ": " + std::strerror(errno));
   fs::path temp = pattern;
   fs::permissions(temp, fs::perms(0755), ec);
   auto extracted = extract(in.get(), fs::canonical(temp, ec));
-  if (!extracted) extracted = std::unexpected(archive_path + ": " + extracted.error());
+  std::expected<void, UnpackError> result;
+  if (!extracted) result = bad_archive(archive_path + ": " + extracted.error());
   if (extracted && std::rename(temp.c_str(), target.c_str()) != 0) {
-    extracted = std::unexpected(target.string() + ": " + std::strerror(errno));
+    result = cannot_write(target.string() + ": " + std::strerror(errno));
   }
-  if (!extracted) remove_tree(temp.string());
-  return extracted;
+  if (!result) remove_tree(temp.string());
+  return result;
 }
 
 }  // namespace ca

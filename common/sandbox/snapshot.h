@@ -2,10 +2,16 @@
 // episode's files can be stored, shipped and restored.
 #pragma once
 
+#include <cstdint>
 #include <expected>
 #include <string>
 
 namespace ca {
+
+/// The most an unpacked snapshot may hold, counted as ca-sandbox exec's --disk quota counts kernels/ (bytes, and
+/// k_disk_entry_bytes an entry): checked entry by entry and block by block while it is written, so an archive that
+/// expands past it (2 MB of gzip to 2 GiB) stops there and leaves nothing behind. ca-sandbox exec's default quota.
+inline constexpr int64_t k_unpack_max_bytes = int64_t{1} << 30;
 
 /// Packs the contents of `dir` (not `dir` itself) into `archive_path`: a tar
 /// compressed with zstd when the name ends in ".zst", else gzip. Entries are
@@ -20,7 +26,13 @@ std::expected<void, std::string> pack_directory(const std::string& dir, const st
 /// component, symlinks whose target is absolute or leads outside `dir`,
 /// hardlinks to such paths, and anything but directories, regular files and
 /// links; then nothing is left at `dir`, since entries go to a temporary
-/// directory renamed onto `dir` at the end.
-std::expected<void, std::string> unpack_archive(const std::string& archive_path, const std::string& dir);
+/// directory renamed onto `dir` at the end. `destination` in the error says
+/// that `dir` could not be written (an I/O error, exit 74), not that the
+/// archive was bad.
+struct UnpackError {
+  std::string message;
+  bool destination = false;
+};
+std::expected<void, UnpackError> unpack_archive(const std::string& archive_path, const std::string& dir);
 
 }  // namespace ca

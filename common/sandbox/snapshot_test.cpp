@@ -84,8 +84,8 @@ class SnapshotTest : public ::testing::Test {
   void expect_refused(const std::vector<FakeEntry>& entries, const std::string& entry, const std::string& why) {
     auto unpacked = unpack_archive(hostile_archive(entries), (m_root / "out").string());
     ASSERT_FALSE(unpacked) << entry;
-    EXPECT_NE(unpacked.error().find("entry '" + entry + "'"), std::string::npos) << unpacked.error();
-    EXPECT_NE(unpacked.error().find(why), std::string::npos) << unpacked.error();
+    EXPECT_NE(unpacked.error().message.find("entry '" + entry + "'"), std::string::npos) << unpacked.error().message;
+    EXPECT_NE(unpacked.error().message.find(why), std::string::npos) << unpacked.error().message;
     EXPECT_FALSE(fs::exists(m_root / "out"));
     EXPECT_FALSE(fs::exists(m_root / "escaped"));
     EXPECT_EQ(std::distance(fs::directory_iterator(m_root), fs::directory_iterator()), 1) << "temporary files left";
@@ -104,7 +104,7 @@ TEST_F(SnapshotTest, RoundTripsATree) {
   fs::create_symlink("../SKILL.md", ws / "kernels" / "link");
   ASSERT_TRUE(pack_directory(ws.string(), (m_root / "ws.tar.gz").string()));
   auto unpacked = unpack_archive((m_root / "ws.tar.gz").string(), (m_root / "copy").string());
-  ASSERT_TRUE(unpacked) << unpacked.error();
+  ASSERT_TRUE(unpacked) << unpacked.error().message;
   fs::path copy = m_root / "copy";
   EXPECT_EQ(read(copy / "SKILL.md"), "skill\n");
   EXPECT_EQ(read(copy / "kernels" / "a.cu"), "__global__ void k() {}\n");
@@ -124,7 +124,7 @@ TEST_F(SnapshotTest, EqualTreesGiveEqualArchives) {
   EXPECT_EQ(read(m_root / "one.tar.gz"), read(m_root / "two.tar.gz"));
   if (!pack_directory(ws.string(), (m_root / "ws.tar.zst").string())) GTEST_SKIP() << "libarchive without zstd";
   auto unpacked = unpack_archive((m_root / "ws.tar.zst").string(), (m_root / "z").string());
-  ASSERT_TRUE(unpacked) << unpacked.error();
+  ASSERT_TRUE(unpacked) << unpacked.error().message;
   EXPECT_EQ(read(m_root / "z" / "a" / "z.txt"), "z");
 }
 
@@ -147,7 +147,7 @@ TEST_F(SnapshotTest, RefusesWritingThroughASymlink) {
   auto unpacked =
       unpack_archive(hostile_archive({symlink("dir", "."), file("dir/file", "x")}), (m_root / "out").string());
   ASSERT_FALSE(unpacked);
-  EXPECT_NE(unpacked.error().find("entry 'dir/file'"), std::string::npos) << unpacked.error();
+  EXPECT_NE(unpacked.error().message.find("entry 'dir/file'"), std::string::npos) << unpacked.error().message;
 }
 
 TEST_F(SnapshotTest, RefusesHardlinksLeadingOutside) {
@@ -160,7 +160,7 @@ TEST_F(SnapshotTest, RefusesANonEmptyDestination) {
   ASSERT_TRUE(pack_directory((m_root / "ws").string(), (m_root / "ws.tar.gz").string()));
   auto unpacked = unpack_archive((m_root / "ws.tar.gz").string(), (m_root / "ws").string());
   ASSERT_FALSE(unpacked);
-  EXPECT_NE(unpacked.error().find("already exists"), std::string::npos);
+  EXPECT_NE(unpacked.error().message.find("already exists"), std::string::npos);
 }
 
 TEST_F(SnapshotTest, ErrorsNameTheMissingPath) {
@@ -170,7 +170,7 @@ TEST_F(SnapshotTest, ErrorsNameTheMissingPath) {
   EXPECT_FALSE(fs::exists(m_root / "x.tar.gz"));
   auto unpacked = unpack_archive((m_root / "missing.tar.gz").string(), (m_root / "out").string());
   ASSERT_FALSE(unpacked);
-  EXPECT_NE(unpacked.error().find("missing.tar.gz"), std::string::npos);
+  EXPECT_NE(unpacked.error().message.find("missing.tar.gz"), std::string::npos);
 }
 
 }  // namespace
