@@ -22,7 +22,19 @@ struct SandboxLimits {
   int64_t memory_bytes = 8LL << 30;  // RLIMIT_AS (RLIMIT_DATA with gpu, see run_sandboxed)
   int processes = 64;                // RLIMIT_NPROC: counts every process of the sandbox's user
   int64_t file_bytes = 256LL << 20;  // RLIMIT_FSIZE: the largest file the command may write
+  /// The writable paths' total (SandboxSpec::writable: bytes allocated, and k_disk_entry_bytes for each entry), checked
+  /// by the parent while the command runs, which kills the sandbox once the total passes it and has grown since the
+  /// start (limit_hit "disk"); 0: no quota. Also the largest file (RLIMIT_FSIZE) when smaller than file_bytes.
+  int64_t disk_bytes = 0;
 };
+
+/// What each file, directory or link under a writable path counts toward SandboxLimits::disk_bytes besides its
+/// allocated bytes: its inode and directory entry, so that a million empty files are not free.
+inline constexpr int64_t k_disk_entry_bytes = 4096;
+
+/// The bytes `paths` hold as SandboxLimits::disk_bytes counts them (without following symlinks, each inode once);
+/// stops counting once past `stop_after` (> 0), so a tree far over a quota costs no more than the quota to walk.
+int64_t disk_usage(const std::vector<std::string>& paths, int64_t stop_after = 0);
 
 struct SandboxSpec {
   std::vector<std::string> argv;      // argv[0] is resolved on the sandbox's PATH
@@ -42,7 +54,7 @@ struct SandboxResult {
   int signal = 0;      // the signal that ended the command, when known
   bool timed_out = false;
   std::string out, err;
-  std::string limit_hit;  // "wall", "cpu", "memory", "file size", "processes", "output"; "" when none is known
+  std::string limit_hit;  // "wall", "cpu", "memory", "file size", "disk", "processes", "output"; "" when none known
 };
 
 /// The uid that sandboxed commands run as when the caller is root: the kernel

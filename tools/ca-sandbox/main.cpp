@@ -46,6 +46,15 @@ int main(int argc, char** argv) try {
       ->transform(CLI::AsSizeValue(false))
       ->check(positive(1e15));
 
+  limits.disk_bytes = int64_t{1} << 30;
+  exec_cmd
+      ->add_option("--disk", limits.disk_bytes,
+                   "Quota of kernels/ in all, bytes (K, M, G suffixes): checked while the command writes, which is "
+                   "killed once kernels/ passes it")
+      ->capture_default_str()
+      ->transform(CLI::AsSizeValue(false))
+      ->check(positive(1e15));
+
   auto* pack_cmd = app.add_subcommand("pack", "Pack a workspace into a .tar.gz (or .tar.zst) snapshot");
   std::string archive, destination;
   pack_cmd->add_option("WORKSPACE", workspace, "Workspace directory")->required();
