@@ -49,9 +49,11 @@ ExitCode write_module_records(const std::vector<std::string>& roots, const std::
   });
 }
 
-ExitCode write_checked_tasks(const std::vector<std::string>& inputs, const std::string& output, OnBadRecord on_bad) {
-  return write_records(output, [&](JsonlWriter& writer) {
-    return transform_records(inputs, writer, on_bad, [](const Json& record) { return check_task(record); });
+ExitCode write_checked_tasks(const std::vector<std::string>& inputs, const std::string& output, OnBadRecord on_bad,
+                             const JournalOptions& journal) {
+  return write_journaled_records(output, journal, [&](JsonlWriter& writer, RecordJournal* kept) {
+    return transform_records(
+        inputs, writer, on_bad, [](const Json& record) { return check_task(record); }, 1, kept);
   });
 }
 

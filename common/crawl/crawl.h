@@ -22,7 +22,9 @@ ExitCode write_module_records(const std::vector<std::string>& roots, const std::
 
 /// `ca-crawl tasks`: each task record of `inputs` checked and completed (check_task); bad ones reported as
 /// file:line, then skipped (exit 1) or, with OnBadRecord::stop, the end of the run (exit 65).
-ExitCode write_checked_tasks(const std::vector<std::string>& inputs, const std::string& output, OnBadRecord on_bad);
+/// Checked records are journaled beside `output` (util/journal.h); journal.resume carries on from a run cut short.
+ExitCode write_checked_tasks(const std::vector<std::string>& inputs, const std::string& output, OnBadRecord on_bad,
+                             const JournalOptions& journal = {});
 
 /// `ca-crawl kernelbench`: one record per problem file, in the bridge's order; a problem that fails anywhere is
 /// reported and written as an import_error record (exit 1). With a `digests_path`, each imported task's digest record

@@ -297,5 +297,20 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
   verdict.record["filter"] = filter;
   return verdict;
 }
+void TaskFilter::remember(const Json& verdict_record) {
+  const std::string id = verdict_record.value("id", "");
+  const std::string reason =
+      verdict_record.contains("reject") ? verdict_record["reject"].value("reason", std::string()) : "";
+  // judge() notes the fingerprint of every record that gets past the duplicate check, in RejectReason's order.
+  const bool before_fingerprint = reason == reason_name(RejectReason::eager_error) ||
+                                  reason == reason_name(RejectReason::random_op) ||
+                                  reason == reason_name(RejectReason::duplicate);
+  if (!before_fingerprint && verdict_record.contains("meta") && verdict_record["meta"].is_object())
+    m_fingerprints.emplace(verdict_record["meta"].value("fingerprint", ""), id);
+  if (!reason.empty() || !verdict_record.contains("program")) return;
+  if (auto program = parse_program(verdict_record["program"], "program"))
+    m_kept_keys.emplace(near_duplicate_key(*program), id);
+}
+
 
 }  // namespace ca

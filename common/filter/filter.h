@@ -87,6 +87,9 @@ class TaskFilter {
   /// Python start-up per task. A failed compile is remembered and judge() rejects with its message without compiling
   /// again. Records that cannot be read are left for judge() to report.
   void precompile(const std::vector<std::string>& inputs, unsigned jobs);
+  /// Takes in a verdict's record judged in an earlier run (a journal's, on --resume) as judge() would have left it:
+  /// its fingerprint, and a kept task's near-duplicate key, count for the records after it.
+  void remember(const Json& verdict_record);
 
  private:
   FilterOptions m_options;

@@ -72,6 +72,10 @@ ExitCode filter_records(FilterOptions options, FilterRun run) {
   if (!run.references.empty()) verbose("reference tasks: " + std::to_string(filter.reference_count()));
   if (run.inputs.empty()) run.inputs = {"-"};
 
+  // Opened before the outputs: a resume of another run is refused before any work.
+  auto journal = open_journal(run.output, run.journal);
+  if (!journal) return journal.error();
+  RecordJournal* kept_journal = *journal ? &**journal : nullptr;
   std::optional<JsonlWriter> rejects;
   if (!run.rejects.empty()) {
     auto opened = JsonlWriter::open(run.rejects);
@@ -90,21 +94,43 @@ ExitCode filter_records(FilterOptions options, FilterRun run) {
     filter.precompile(run.inputs, run.jobs);
   }
 
+  // A journal entry holds the verdict's record: stream 0 kept, stream 1 rejected (journaled without --rejects too,
+  // for the summary's counts and the filter's memory of fingerprints on resume).
+  auto judge = [&](const Record& record) -> std::expected<JournalEntry, std::string> {
+    auto verdict = filter.judge(record.value);
+    if (!verdict) return std::unexpected(verdict.error());
+    if (verdict->reason) {
+      verbose(record.where() + ": " + record.value.value("id", "") + ": " + reason_name(*verdict->reason) + ": " +
+              verdict->detail);
+    }
+    return JournalEntry{{{verdict->reason ? 1 : 0, std::move(verdict->record)}}, std::nullopt};
+  };
   ExitCode code = write_records(run.output, [&](JsonlWriter& writer) {
     ExitCode result = visit_records(
         run.inputs, run.fail_fast ? OnBadRecord::stop : OnBadRecord::skip,
-        [&](const Record& record) -> std::expected<std::optional<ExitCode>, std::string> {
-          auto verdict = filter.judge(record.value);
-          if (!verdict) return std::unexpected(verdict.error());
-          if (!verdict->reason) {
-            ++kept;
-            return emit(writer, verdict->record);
-          }
-          ++counts[reason_name(*verdict->reason)];
-          ++rejected;
-          verbose(record.where() + ": " + record.value.value("id", "") + ": " + reason_name(*verdict->reason) + ": " +
-                  verdict->detail);
-          return rejects ? emit(*rejects, verdict->record) : std::nullopt;
+        [&](const Record& record) {
+          bool replayed = false;
+          auto compute = [&](const Record& r) {
+            replayed = false;
+            return judge(r);
+          };
+          replayed = true;
+          return journaled_visit(kept_journal, record, compute, [&](const JournalEntry& entry) {
+            for (const auto& [stream, out] : entry.out) {
+              if (replayed) filter.remember(out);
+              if (stream == 0) {
+                ++kept;
+                if (auto stop = emit(writer, out)) return stop;
+                continue;
+              }
+              ++counts[out.contains("reject") ? out["reject"].value("reason", "?") : "?"];
+              ++rejected;
+              if (rejects) {
+                if (auto stop = emit(*rejects, out)) return stop;
+              }
+            }
+            return std::optional<ExitCode>();
+          });
         },
         &unjudged);
     if (result != ExitCode::ok && result != ExitCode::some_failed) return result;
@@ -116,6 +142,7 @@ ExitCode filter_records(FilterOptions options, FilterRun run) {
     }
     return result;
   });
+  if (code == ExitCode::ok || code == ExitCode::some_failed) code = finish_journal(*journal, code);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   note(summary_line(code, kept, rejected, counts, unjudged) + " (" + std::to_string(int(seconds)) + " s)");
   return code;

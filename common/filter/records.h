@@ -7,6 +7,7 @@
 
 #include "filter/filter.h"
 #include "util/exit_codes.h"
+#include "util/journal.h"
 
 namespace ca {
 
@@ -18,6 +19,7 @@ struct FilterRun {
   bool fail_fast = false;               // stop at the first record that cannot be judged (exit 65)
   unsigned jobs = 1;                    // bridge processes compiling baselines at once (options.compile)
   int threads = 1;                      // cpu: eager's intra-op threads, and the compiled baseline's
+  JournalOptions journal;               // the journal beside output (util/journal.h); journal.resume: --resume
 };
 
 /// Runs ca-filter: sets eager's threads, loads the references (a bad one ends the run: 66 missing,

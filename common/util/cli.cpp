@@ -42,6 +42,44 @@ void ToolCli::default_jobs(unsigned jobs, const std::string& help) {
   m_app.get_option("--jobs")->description(help)->default_str(std::to_string(jobs));
 }
 
+void ToolCli::add_resume_flag(CLI::App* app, std::vector<std::string> inputs) {
+  m_resume_apps.emplace_back(app, std::move(inputs));
+  app->add_flag("--resume", m_resume,
+                "Carry on from the journal a run cut short left beside -o (OUTPUT.journal), with the same flags and "
+                "inputs: its finished records are kept, not run again");
+}
+
+JournalOptions ToolCli::journal_options() const {
+  JournalOptions options;
+  options.resume = m_resume;
+  options.tool = m_name;
+  // Flags that change how a run goes, not what records it gives, may differ on resume.
+  const std::vector<std::string> free = {"--help",  "--help-all", "--version", "--jobs",
+                                         "--quiet", "--verbose",  "--resume"};
+  auto add = [&](const CLI::App& app, const std::string& prefix) {
+    for (const CLI::Option* option : app.get_options()) {
+      const std::string name = option->get_name();
+      if (std::find(free.begin(), free.end(), name) != free.end()) continue;
+      bool input = false;
+      for (const auto& [where, names] : m_resume_apps)
+        input = input || (where == &app && std::find(names.begin(), names.end(), name) != names.end());
+      if (input && option->count() > 0) {
+        for (const auto& path : option->results()) options.inputs.push_back(path);
+      }
+      Json value = option->count() == 0            ? Json(option->get_default_str())
+                   : option->results().size() == 1 ? Json(option->results().front())
+                                                   : Json(option->results());
+      options.flags[prefix + name] = std::move(value);
+    }
+  };
+  add(m_app, "");
+  for (const CLI::App* sub : m_app.get_subcommands()) {
+    options.tool += " " + sub->get_name();
+    add(*sub, sub->get_name() + " ");
+  }
+  return options;
+}
+
 namespace {
 
 // A number as a flag's error prints it: %g without the exponent's plus and leading zeros (1e6, 2.5e-5).

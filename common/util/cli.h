@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "util/exit_codes.h"
+#include "util/journal.h"
 
 namespace ca {
 
@@ -55,6 +56,13 @@ class ToolCli {
   /// For tools that draw secret seeds unless --seed is given (ca-verify, ca-profile): --help says so, not "0".
   void secret_seed_default();
   const CommonOptions& common() const { return m_common; }
+  /// --resume, on `app` (the tool, or each subcommand that runs long), for tools that journal their finished records
+  /// beside their output (util/journal.h). `inputs` names the options whose values are the files records come from
+  /// ("FILE", "--tasks"): the journal holds their digests, and the value of every other flag but -j, -q and -v, so
+  /// a resume with other inputs or flags is refused.
+  void add_resume_flag(CLI::App* app, std::vector<std::string> inputs);
+  /// After parse(): the run's name for its journal, and whether --resume was given.
+  JournalOptions journal_options() const;
 
   /// Parses argv. Returns the code to exit with when parsing ends the run
   /// (--help, --version, a usage error), or nullopt to go on. Every numeric flag of every tool is checked here,
@@ -67,6 +75,8 @@ class ToolCli {
   std::string m_name;
   CLI::App m_app;
   CommonOptions m_common;
+  bool m_resume = false;
+  std::vector<std::pair<CLI::App*, std::vector<std::string>>> m_resume_apps;  // where --resume is, and its inputs
 };
 
 /// Reports a usage error the way parse() does (one line and a hint); returns ExitCode::usage.

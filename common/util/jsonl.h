@@ -21,6 +21,7 @@ struct Record {
   Json value;
   std::string file;  // "<stdin>" for standard input
   size_t line = 0;
+  size_t input = 0;  // the file's index among the run's inputs (visit_records), which a journal's key names
   /// "file:line", the prefix of every diagnostic about this record.
   std::string where() const { return file + ":" + std::to_string(line); }
 };

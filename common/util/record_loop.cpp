@@ -14,7 +14,8 @@ ExitCode visit_records(const std::vector<std::string>& inputs, OnBadRecord on_ba
                        size_t* reported) {
   ExitCode result = ExitCode::ok;
   Progress progress("records");
-  for (const auto& path : inputs) {
+  for (size_t input = 0; input < inputs.size(); ++input) {
+    const std::string& path = inputs[input];
     auto reader = JsonlReader::open(path);
     if (!reader) {
       error(reader.error());
@@ -31,6 +32,7 @@ ExitCode visit_records(const std::vector<std::string>& inputs, OnBadRecord on_ba
         return ExitCode::io_error;
       }
       if (interrupted()) return ExitCode::interrupted;
+      record.input = input;
       auto done = status == JsonlReader::Status::record
                       ? exception_as_error<std::optional<ExitCode>>([&] { return visit(record); })
                       : std::unexpected(message);
@@ -50,20 +52,63 @@ ExitCode visit_records(const std::vector<std::string>& inputs, OnBadRecord on_ba
   return result;
 }
 
+std::expected<std::optional<ExitCode>, std::string> journaled_visit(RecordJournal* journal, const Record& record,
+                                                                    const ComputeEntry& compute,
+                                                                    const EmitEntry& emit_entry) {
+  if (journal == nullptr) {
+    auto entry = compute(record);
+    if (!entry) return std::unexpected(entry.error());
+    return emit_entry(*entry);
+  }
+  const std::string key = journal_key(record), digest = journal_digest(record.value);
+  auto found = journal->find(key, digest);
+  if (!found) {
+    error(record.where(), found.error());
+    return ExitCode::usage;
+  }
+  JournalEntry entry;
+  if (*found != nullptr) {
+    entry = **found;
+  } else {
+    auto computed = exception_as_error<JournalEntry>([&] { return compute(record); });
+    // A record cut short by SIGINT or SIGTERM is not finished: a resume computes it again.
+    if (!computed && interrupted()) return std::unexpected(computed.error());
+    entry = computed ? std::move(*computed) : JournalEntry{{}, computed.error()};
+    if (auto appended = journal->append(key, digest, entry); !appended) {
+      error(appended.error());
+      return ExitCode::io_error;
+    }
+  }
+  if (entry.error) return std::unexpected(*entry.error);
+  return emit_entry(entry);
+}
+
 ExitCode transform_records(const std::vector<std::string>& inputs, JsonlWriter& writer, OnBadRecord on_bad,
-                           const Transform& transform, unsigned jobs) {
+                           const Transform& transform, unsigned jobs, RecordJournal* journal) {
+  auto emit_first = [&](const JournalEntry& entry) -> std::optional<ExitCode> {
+    for (const auto& [stream, record] : entry.out) {
+      if (auto stop = emit(writer, record)) return stop;
+    }
+    return std::nullopt;
+  };
   if (jobs <= 1) {
-    return visit_records(inputs, on_bad,
-                         [&](const Record& record) -> std::expected<std::optional<ExitCode>, std::string> {
-                           auto out = transform(record.value);
-                           if (!out) return std::unexpected(out.error());
-                           return emit(writer, *out);
-                         });
+    return visit_records(inputs, on_bad, [&](const Record& record) {
+      return journaled_visit(
+          journal, record,
+          [&](const Record& r) -> std::expected<JournalEntry, std::string> {
+            auto out = transform(r.value);
+            if (!out) return std::unexpected(out.error());
+            return JournalEntry{{{0, std::move(*out)}}, std::nullopt};
+          },
+          emit_first);
+    });
   }
   // Records in flight, oldest first; the oldest is finished (reported or written) before a new one starts once
-  // `jobs` are running, so output order is input order and memory stays bounded.
+  // `jobs` are running, so output order is input order and memory stays bounded. A record the journal holds is
+  // in flight as a ready result, and journaled records are appended in input order as they are finished.
   struct Pending {
-    std::string where;
+    std::string where, key, digest;
+    bool journaled = false;
     std::future<std::expected<Json, std::string>> out;
   };
   std::deque<Pending> pending;
@@ -72,6 +117,13 @@ ExitCode transform_records(const std::vector<std::string>& inputs, JsonlWriter& 
     Pending oldest = std::move(pending.front());
     pending.pop_front();
     auto out = oldest.out.get();
+    if (journal != nullptr && !oldest.journaled && (out || !interrupted())) {
+      JournalEntry entry = out ? JournalEntry{{{0, *out}}, std::nullopt} : JournalEntry{{}, out.error()};
+      if (auto appended = journal->append(oldest.key, oldest.digest, entry); !appended) {
+        error(appended.error());
+        return ExitCode::io_error;
+      }
+    }
     if (out) return emit(writer, *out);
     error(oldest.where, out.error());
     if (interrupted()) return ExitCode::interrupted;
@@ -96,10 +148,34 @@ ExitCode transform_records(const std::vector<std::string>& inputs, JsonlWriter& 
         if (pending.size() >= jobs) {
           if (auto code = finish_oldest()) return *drain(code);
         }
+        Pending next{record.where(), "", "", false, {}};
+        if (journal != nullptr) {
+          next.key = journal_key(record);
+          next.digest = journal_digest(record.value);
+          auto found = journal->find(next.key, next.digest);
+          if (!found) {
+            error(record.where(), found.error());
+            return *drain(ExitCode::usage);
+          }
+          if (*found != nullptr) {
+            const JournalEntry& entry = **found;
+            std::promise<std::expected<Json, std::string>> ready;
+            if (entry.error) {
+              ready.set_value(std::unexpected(*entry.error));
+            } else {
+              ready.set_value(entry.out.empty() ? Json() : entry.out.front().second);
+            }
+            next.journaled = true;
+            next.out = ready.get_future();
+            pending.push_back(std::move(next));
+            return std::nullopt;
+          }
+        }
         // An exception is the record's failure (exception_as_error), not rethrown by get() to end the whole run.
-        pending.push_back({record.where(), std::async(std::launch::async, [&transform, value = record.value] {
-                             return exception_as_error<Json>([&] { return transform(value); });
-                           })});
+        next.out = std::async(std::launch::async, [&transform, value = record.value] {
+          return exception_as_error<Json>([&] { return transform(value); });
+        });
+        pending.push_back(std::move(next));
         return std::nullopt;
       });
   std::optional<ExitCode> end = drain(std::nullopt);

@@ -1,5 +1,6 @@
 #include "util/record_output.h"
 
+#include "util/cli.h"
 #include "util/log.h"
 
 namespace ca {
@@ -30,6 +31,38 @@ ExitCode write_records(const std::string& path, const std::function<ExitCode(Jso
     return ExitCode::io_error;
   }
   return code;
+}
+
+std::expected<std::optional<RecordJournal>, ExitCode> open_journal(const std::string& output,
+                                                                   const JournalOptions& options) {
+  auto journal = RecordJournal::open(output, options);
+  if (!journal) {
+    if (journal.error().code == ExitCode::usage) return std::unexpected(usage_error(journal.error().message));
+    error(journal.error().message);
+    return std::unexpected(journal.error().code);
+  }
+  if (*journal && (*journal)->resumed() > 0)
+    note("resuming: " + std::to_string((*journal)->resumed()) + " finished records in " + (*journal)->path());
+  return std::move(*journal);
+}
+
+ExitCode finish_journal(std::optional<RecordJournal>& journal, ExitCode code) {
+  if (!journal) return code;
+  if (auto finished = journal->finish(); !finished) {
+    error(finished.error());
+    return ExitCode::io_error;
+  }
+  return code;
+}
+
+ExitCode write_journaled_records(const std::string& path, const JournalOptions& options,
+                                 const std::function<ExitCode(JsonlWriter&, RecordJournal*)>& produce) {
+  auto journal = open_journal(path, options);
+  if (!journal) return journal.error();
+  RecordJournal* kept = *journal ? &**journal : nullptr;
+  ExitCode code = write_records(path, [&](JsonlWriter& writer) { return produce(writer, kept); });
+  if (code != ExitCode::ok && code != ExitCode::some_failed) return code;
+  return finish_journal(*journal, code);
 }
 
 }  // namespace ca

@@ -80,7 +80,8 @@ std::expected<std::map<std::string, std::string>, std::string> candidate_files(c
 }
 
 ExitCode judge_records(const std::vector<std::string>& inputs, const std::string& output, const std::string& tasks_path,
-                       bool fail_fast, const std::string& field, const Judge& judge, unsigned jobs) {
+                       bool fail_fast, const std::string& field, const Judge& judge, unsigned jobs,
+                       const JournalOptions& journal) {
   std::map<std::string, Json> tasks;
   if (!tasks_path.empty()) {
     auto loaded = load_tasks(tasks_path);
@@ -88,7 +89,7 @@ ExitCode judge_records(const std::vector<std::string>& inputs, const std::string
     tasks = std::move(*loaded);
   }
   std::vector<std::string> files = inputs.empty() ? std::vector<std::string>{"-"} : inputs;
-  return write_records(output, [&](JsonlWriter& writer) {
+  return write_journaled_records(output, journal, [&](JsonlWriter& writer, RecordJournal* kept) {
     return transform_records(
         files, writer, fail_fast ? OnBadRecord::stop : OnBadRecord::skip,
         [&](const Json& candidate) -> std::expected<Json, std::string> {
@@ -102,7 +103,7 @@ ExitCode judge_records(const std::vector<std::string>& inputs, const std::string
           out[field] = std::move(*judged);
           return out;
         },
-        jobs);
+        jobs, kept);
   });
 }
 

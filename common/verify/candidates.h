@@ -10,6 +10,7 @@
 #include "ir/backend.h"
 #include "util/exit_codes.h"
 #include "util/jsonl.h"
+#include "util/journal.h"
 #include "util/side_file.h"
 
 namespace ca {
@@ -34,9 +35,11 @@ using Judge = std::function<std::expected<Json, std::string>(const Json& task, c
 /// whose error ends the run with load_tasks's code)
 /// and backend, and `judge`'s object under `field`; records go to `output` atomically. A record that cannot be
 /// judged is reported and skipped (exit 1), or stops the run with `fail_fast` (exit 65). `jobs` records are judged at
-/// once (record_loop.h); a timing job still holds the device's lease alone (timing/lease.h).
+/// once (record_loop.h); a timing job still holds the device's lease alone (timing/lease.h). Finished records are
+/// journaled beside `output` (util/journal.h), and `journal.resume` carries on from a run cut short.
 ExitCode judge_records(const std::vector<std::string>& inputs, const std::string& output, const std::string& tasks_path,
-                       bool fail_fast, const std::string& field, const Judge& judge, unsigned jobs = 1);
+                       bool fail_fast, const std::string& field, const Judge& judge, unsigned jobs = 1,
+                       const JournalOptions& journal = {});
 
 /// Workspace mode: judges the workspace `dir` with `backend` ("cpu" or "cuda") and prints `report` of the result for
 /// the agent. Exit 0 when the result says ok, 1 when not, 64/66/65 for a bad backend, a missing workspace, a harness

@@ -29,6 +29,7 @@ int main(int argc, char** argv) try {
   bool fail_fast = false;
   tasks->add_option("FILE", inputs, "Task JSONL files, - for stdin")->capture_default_str();
   tasks->add_flag("--fail-fast", fail_fast, "Stop at the first bad record");
+  cli.add_resume_flag(tasks, {"FILE"});
 
   auto* kernelbench =
       cli.app().add_subcommand("kernelbench", "Import KernelBench problem files as task records through torch.export");
@@ -57,7 +58,8 @@ int main(int argc, char** argv) try {
     import.backend = device == "cuda" ? Backend::cuda : Backend::cpu;
     return to_int(import_kernelbench(import, output, digests_path));
   }
-  return to_int(write_checked_tasks(inputs, output, fail_fast ? OnBadRecord::stop : OnBadRecord::skip));
+  return to_int(
+      write_checked_tasks(inputs, output, fail_fast ? OnBadRecord::stop : OnBadRecord::skip, cli.journal_options()));
 } catch (...) {  // LibTorch's and the standard library's exceptions: util/exceptions.h
   return report_uncaught_exception();
 }

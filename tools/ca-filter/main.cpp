@@ -47,6 +47,7 @@ int main(int argc, char** argv) try {
       ->capture_default_str()
       ->check(number_in(0, 1));
   app.add_flag("--fail-fast", run.fail_fast, "Stop at the first record that cannot be judged");
+  cli.add_resume_flag(&app, {"FILE", "--reference"});
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
 
   auto backend = parse_backend(device_name);
@@ -60,6 +61,7 @@ int main(int argc, char** argv) try {
   options.compile = compile || (cuda && !no_compile);
   options.seed = cli.common().seed;
   run.jobs = cli.common().jobs;
+  run.journal = cli.journal_options();
   return to_int(filter_records(options, run));
 } catch (...) {  // LibTorch's and the standard library's exceptions: util/exceptions.h
   return report_uncaught_exception();

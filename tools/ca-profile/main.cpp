@@ -44,6 +44,7 @@ int main(int argc, char** argv) try {
       ->check(positive(1e6));
   add_build_flags(app, options.build);
   app.add_flag("--fail-fast", fail_fast, "Stop at the first record the harness cannot judge");
+  cli.add_resume_flag(&app, {"FILE", "--tasks"});
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
   if (cli.app().count("--seed") > 0) options.seed = cli.common().seed;
   options.compile = !no_compile;
@@ -62,7 +63,7 @@ int main(int argc, char** argv) try {
   if (sources.workspace.empty()) sources.workspace = implied_workspace(inputs);
   if (!sources.workspace.empty())
     return to_int(judge_workspace(sources.workspace, sources.backend, profile, agent_profile_line));
-  return to_int(judge_records(inputs, output, sources.tasks, fail_fast, "profile", profile));
+  return to_int(judge_records(inputs, output, sources.tasks, fail_fast, "profile", profile, 1, cli.journal_options()));
 } catch (...) {  // LibTorch's and the standard library's exceptions: util/exceptions.h
   return report_uncaught_exception();
 }

@@ -26,6 +26,7 @@ int main(int argc, char** argv) try {
   add_runner_timeout_flag(app, options.limits);
   add_build_flags(app, options.build);
   app.add_flag("--fail-fast", fail_fast, "Stop at the first record the harness cannot judge");
+  cli.add_resume_flag(&app, {"FILE", "--tasks"});
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
   if (cli.app().count("--seed") > 0) options.seed = cli.common().seed;
 
@@ -34,7 +35,8 @@ int main(int argc, char** argv) try {
   if (sources.workspace.empty()) sources.workspace = implied_workspace(inputs);
   if (!sources.workspace.empty())
     return to_int(judge_workspace(sources.workspace, sources.backend, verify, agent_report));
-  return to_int(judge_records(inputs, output, sources.tasks, fail_fast, "verify", verify, cli.common().jobs));
+  return to_int(judge_records(inputs, output, sources.tasks, fail_fast, "verify", verify, cli.common().jobs,
+                              cli.journal_options()));
 } catch (...) {  // LibTorch's and the standard library's exceptions: util/exceptions.h
   return report_uncaught_exception();
 }

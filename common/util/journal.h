@@ -1,0 +1,81 @@
+// The journal of a long run (docs/RECORDS.md, "Journals and --resume"): every
+// finished input record's outputs are appended to <output>.journal and synced
+// at once, so a run cut short keeps them, and `--resume` replays them instead of
+// computing them again. The outputs themselves still appear atomically, when
+// the run completes; the journal is removed then.
+#pragma once
+
+#include <expected>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "util/exit_codes.h"
+#include "util/jsonl.h"
+
+namespace ca {
+
+/// What names a run, for its journal's header: a resume must be the same run.
+struct JournalOptions {
+  bool resume = false;
+  std::string tool;                 // "ca-filter", "ca-crawl tasks"
+  Json flags = Json::object();      // every flag that shapes the records, as given or by default
+  std::vector<std::string> inputs;  // files the records come from; their SHA-256 goes in the header ("-" has none)
+};
+
+/// What one input record gave: records for the run's outputs (0: -o, 1: the tool's second output, such as
+/// ca-filter's --rejects), or the error it was reported with.
+struct JournalEntry {
+  std::vector<std::pair<int, Json>> out;
+  std::optional<std::string> error;
+};
+
+/// A journal error with the exit code it ends the run with (usage for a resume of another run, io_error).
+struct JournalError {
+  ExitCode code;
+  std::string message;
+};
+
+class RecordJournal {
+ public:
+  /// The journal of output `path`: "<path>.journal".
+  static std::string path_for(const std::string& output);
+
+  /// Opens the journal of `output`. Without options.resume, a journal already there is refused (it holds a cut-short
+  /// run's work); with it, its entries are read (a last line torn by a kill is dropped) and its header must name the
+  /// same tool, flags and inputs, else the resume is refused with what differs. With no journal there, a resume
+  /// starts from the beginning. Returns nullopt for an output that is not a file ("-", /dev/null), which keeps no
+  /// journal (and so cannot be resumed: a usage error with options.resume).
+  static std::expected<std::optional<RecordJournal>, JournalError> open(const std::string& output,
+                                                                        const JournalOptions& options);
+  RecordJournal(RecordJournal&& other) noexcept;
+  RecordJournal& operator=(RecordJournal&&) = delete;
+  ~RecordJournal();
+
+  /// The entry journaled under `key` (an input record's position, "input:line"), or nullptr when there is none. An
+  /// entry whose input digest differs is an error: the input changed under the journal.
+  std::expected<const JournalEntry*, std::string> find(const std::string& key, const std::string& digest) const;
+  /// Appends `entry` under `key` and syncs it to disk. Called from one thread at a time.
+  std::expected<void, std::string> append(const std::string& key, const std::string& digest, const JournalEntry& entry);
+  /// Removes the journal: the run's outputs are committed.
+  std::expected<void, std::string> finish();
+
+  const std::string& path() const { return m_path; }
+  /// Entries read at open (a resume's finished records).
+  size_t resumed() const { return m_entries.size(); }
+
+ private:
+  RecordJournal(std::string path, int fd);
+  std::string m_path;
+  int m_fd = -1;
+  std::map<std::string, std::pair<std::string, JournalEntry>> m_entries;  // key -> (digest, entry)
+};
+
+/// The key of an input record in a journal: its input file's index among the run's inputs and its line.
+std::string journal_key(const Record& record);
+/// The digest of an input record's value, which its journal entry must match on resume.
+std::string journal_digest(const Json& value);
+
+}  // namespace ca

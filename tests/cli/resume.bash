@@ -1,0 +1,51 @@
+# Helpers for the --resume tests (resume_*.sh): a run killed with SIGKILL once its journal (util/journal.h) holds a
+# given number of finished records, by state: the records are fed on a pipe, so the run cannot get past them.
+# Source after lib.bash.
+
+# journal_entries OUT: the finished records OUT.journal holds (its lines less the header).
+journal_entries() {
+  local lines
+  lines=$(cat "$1.journal" 2>/dev/null | wc -l)
+  echo $((lines > 0 ? lines - 1 : 0))
+}
+
+# killed_run K INPUT OUT CMD...: runs CMD (which writes -o OUT and reads records on stdin), feeds it the first K
+# records of INPUT, waits until OUT.journal holds K finished records, then kills it with SIGKILL. Fails when CMD ends
+# first.
+killed_run() {
+  local k=$1 input=$2 out=$3 pid
+  shift 3
+  rm -f "$WORK/feed"
+  mkfifo "$WORK/feed"
+  "$@" <"$WORK/feed" 2>"$WORK/killed.err" &
+  pid=$!
+  exec 8>"$WORK/feed"
+  head -n "$k" "$input" >&8
+  until [ "$(journal_entries "$out")" -ge "$k" ]; do
+    kill -0 "$pid" 2>/dev/null || { fail "the run ended before its journal held $k records: $(tail -2 "$WORK/killed.err")"; break; }
+    sleep 0.05  # a poll: what ends the loop is the journal's state
+  done
+  kill -9 "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  exec 8>&-
+  [ -e "$out" ] && fail "a killed run left its output $out"
+}
+
+# same_records A B: the records of A and B are the same, in the same order, but for the fields that measure time.
+same_records() {
+  python3 - "$1" "$2" <<'PY' || fail "$1 and $2 differ"
+import json, re, sys
+TIMED = re.compile(r"(_ms|_us|_s|ms|us|seconds|time|times|samples|speedup|gbps|fraction|rounds_done|calls)$")
+def strip(value):
+    if isinstance(value, dict):
+        return {k: strip(v) for k, v in value.items() if not TIMED.search(k)}
+    if isinstance(value, list):
+        return [strip(v) for v in value]
+    return value
+a, b = ([strip(json.loads(line)) for line in open(path) if line.strip()] for path in sys.argv[1:3])
+ids = lambda records: [r.get("id", r.get("task_id")) for r in records]
+assert len(a) == len(b), f"{len(a)} records, {len(b)} records: {ids(a)} {ids(b)}"
+for i, (x, y) in enumerate(zip(a, b)):
+    assert x == y, f"record {i + 1} differs: {json.dumps(x)[:300]} / {json.dumps(y)[:300]}"
+PY
+}
