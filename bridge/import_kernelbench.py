@@ -1,7 +1,7 @@
 """Imports KernelBench problem files as task records (ca-crawl kernelbench
 runs it; see man ca-crawl). Usage:
 
-    python import_kernelbench.py DIR... --params-dir D [--scale S] [--seed N]
+    python import_kernelbench.py DIR... --params-dir D [--scale S] [--seed N] [--skip LIST]
 
 Every `*.py` in each DIR (sorted by problem number) gives one JSON line on
 stdout: a task record, or an import_error record saying why. A problem is
@@ -28,6 +28,7 @@ graph as constants by torch.export.
 """
 import argparse
 import ast
+import contextlib
 import importlib.util
 import json
 import operator
@@ -55,6 +56,43 @@ CONVERSIONS = {"float", "double", "half", "bfloat16", "long", "int", "short", "b
 
 class Unsupported(Exception):
     """A problem this importer cannot express as a task; the message says why."""
+
+
+# An import_error's `stage`, the step that failed (ca-synth --llm counts its model's failures by it): syntax (the
+# file does not parse), load (its module-level code, get_inputs, get_init_inputs or Model(...) raise, or it defines
+# no Model), shape (forward raises a shape error on the inputs), forward (forward raises otherwise), export (forward
+# runs but torch.export cannot capture it), unsupported (the exported graph holds what a task cannot express).
+SHAPE_ERROR = re.compile(r"shape|size|dimension|\bdims?\b|channels|broadcast", re.IGNORECASE)
+
+
+@contextlib.contextmanager
+def stage(name):
+    """Tags an exception raised inside with `name` as its stage, unless an inner stage did."""
+    try:
+        yield
+    except Exception as error:
+        if not hasattr(error, "import_stage"):
+            error.import_stage = "syntax" if isinstance(error, SyntaxError) else name
+        raise
+
+
+def forward_failure(model, example):
+    """Why torch.export failed: runs forward alone on fake inputs (shapes only, no memory) and returns "shape" or
+    "forward" when that raises too, "export" when only export fails."""
+    from torch._subclasses import fake_tensor
+    # What a real forward does but shapes alone cannot (values deciding control flow or output sizes) is export's
+    # limit, not the program's error.
+    data_dependent = (fake_tensor.DataDependentOutputException, fake_tensor.DynamicOutputShapeException,
+                      torch.fx.experimental.symbolic_shapes.GuardOnDataDependentSymNode)
+    try:
+        with torch.no_grad(), fake_tensor.FakeTensorMode(allow_non_fake_inputs=True):
+            model(*[torch.empty(t.shape, dtype=t.dtype) if isinstance(t, torch.Tensor) else t for t in example])
+    except data_dependent:
+        return "export"
+    except Exception as error:
+        shape = isinstance(error, (RuntimeError, ValueError, IndexError)) and SHAPE_ERROR.search(str(error))
+        return "shape" if shape else "forward"
+    return "export"
 
 
 def scaled(value, scale):
@@ -245,19 +283,24 @@ def problem_id(level, stem):
 
 
 def import_problem(path, level, args):
-    problem = load_problem(path, args.scale)
-    origins = InputOrigins()
-    with torch.device("meta"), origins:
-        example = list(problem.get_inputs())
-    tensors = [t for t in example if isinstance(t, torch.Tensor)]
-    torch.manual_seed(args.seed)
-    model = problem.Model(*problem.get_init_inputs()).eval()
+    with stage("load"):
+        problem = load_problem(path, args.scale)
+        origins = InputOrigins()
+        with torch.device("meta"), origins:
+            example = list(problem.get_inputs())
+        tensors = [t for t in example if isinstance(t, torch.Tensor)]
+        torch.manual_seed(args.seed)
+        model = problem.Model(*problem.get_init_inputs()).eval()
     state = dict(model.named_parameters()) | dict(model.named_buffers())
     # Export traces with fake tensors, so uninitialised CPU inputs are never touched (no memory is used),
     # and constants that forward makes on its input's device get real values.
     empty_inputs = [torch.empty(t.shape, dtype=t.dtype) if isinstance(t, torch.Tensor) else t for t in example]
-    with torch.no_grad():
-        exported = torch.export.export(model, tuple(empty_inputs)).run_decompositions({})
+    try:
+        with torch.no_grad():
+            exported = torch.export.export(model, tuple(empty_inputs)).run_decompositions({})
+    except Exception as error:
+        error.import_stage = forward_failure(model, example)
+        raise
 
     program = {"inputs": [], "params": [], "nodes": [], "outputs": []}
     translator = GraphTranslator()
@@ -327,14 +370,20 @@ def main():
     parser.add_argument("--params-dir", required=True)
     parser.add_argument("--scale", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--skip", help="file of problem paths (one a line) a run cut short finished: each gives only "
+                        '{"kind": "skipped", "file": PATH} in its place (ca-crawl kernelbench --resume)')
     args = parser.parse_args()
     if args.scale < 1:
         parser.error("--scale must be >= 1")
     warnings.filterwarnings("ignore")
     torch.set_num_threads(1)  # building models only; ca-crawl runs beside it
+    done = set(Path(args.skip).read_text().splitlines()) if args.skip else set()
     for directory in args.dirs:
         level = level_of(directory)
         for path in problem_files(directory):
+            if str(path) in done:
+                print(json.dumps({"kind": "skipped", "file": str(path)}), flush=True)
+                continue
             try:
                 record = import_problem(path, level, args)
             except Exception as error:  # any failure becomes the problem's record, and the run goes on
@@ -342,7 +391,8 @@ def main():
                 if not isinstance(error, Unsupported):
                     print(f"import_kernelbench.py: {path}: {traceback.format_exc().strip().splitlines()[-1]}", file=sys.stderr)
                 record = {"kind": "import_error", "id": problem_id(level, path.stem), "source": "kernelbench",
-                          "level": level, "name": path.stem, "file": str(path), "scale": args.scale, "error": message}
+                          "level": level, "name": path.stem, "file": str(path), "scale": args.scale, "error": message,
+                          "stage": getattr(error, "import_stage", "unsupported")}
             print(json.dumps(record), flush=True)
 
 

@@ -329,8 +329,12 @@ std::expected<Tokenizer, std::string> Tokenizer::from_json(const nlohmann::json&
   if (model.value("type", "BPE") != "BPE" || !model.contains("vocab") || !model["vocab"].is_object()) {
     return std::unexpected(where + ": model: only BPE with a vocab is supported");
   }
-  if (!model.value("continuing_subword_prefix", nlohmann::json()).is_null() ||
-      !model.value("end_of_word_suffix", nlohmann::json()).is_null()) {
+  // An empty prefix or suffix (the GGUF conversion of Qwen2 writes "") is the same as none.
+  auto affix = [&](const char* key) {
+    const nlohmann::json& value = model.value(key, nlohmann::json());
+    return !value.is_null() && !(value.is_string() && value.get<std::string>().empty());
+  };
+  if (affix("continuing_subword_prefix") || affix("end_of_word_suffix")) {
     return std::unexpected(where + ": model: subword prefixes and suffixes are not supported");
   }
   int32_t size = 0;

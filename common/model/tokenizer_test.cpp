@@ -108,6 +108,23 @@ TEST(TokenizerTest, RejectsWhatItDoesNotImplement) {
   ASSERT_FALSE(tok);
   EXPECT_NE(tok.error().find("merges[0]"), std::string::npos) << tok.error();
   EXPECT_FALSE(Tokenizer::load("/nonexistent/tokenizer.json"));
+  j = tiny_tokenizer();
+  j["model"]["continuing_subword_prefix"] = "##";
+  tok = Tokenizer::from_json(j, "t.json");
+  ASSERT_FALSE(tok);
+  EXPECT_NE(tok.error().find("subword prefixes and suffixes are not supported"), std::string::npos) << tok.error();
+}
+
+// The GGUF conversion of Qwen2 writes "" for the prefix and suffix, which is the same as none.
+TEST(TokenizerTest, EmptySubwordPrefixAndSuffixAreNone) {
+  nlohmann::json j = tiny_tokenizer();
+  j["model"]["continuing_subword_prefix"] = "";
+  j["model"]["end_of_word_suffix"] = "";
+  auto tok = Tokenizer::from_json(j, "t.json");
+  ASSERT_TRUE(tok) << tok.error();
+  auto plain = Tokenizer::from_json(tiny_tokenizer(), "tiny");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(tok->encode("ab ab<s>a"), plain->encode("ab ab<s>a"));
 }
 
 // The comparison with Hugging Face `tokenizers`: tests/cli/model_tokenizer.sh writes the cases

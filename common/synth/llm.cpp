@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "torch/kernelbench.h"
@@ -16,18 +17,80 @@ namespace fs = std::filesystem;
 
 namespace ca {
 
+namespace {
+
+// "(self, a, b)" -> "(a, b)": what a caller passes.
+std::string without_self(std::string signature) {
+  for (const char* self : {"(self, ", "(self,", "(self"}) {
+    if (signature.starts_with(self)) return "(" + signature.substr(std::strlen(self));
+  }
+  return signature;
+}
+
+// The parameter list of the first `def forward(...)` in `source`, on one line; "" when there is none.
+std::string forward_signature(const std::string& source) {
+  size_t start = source.find("def forward(");
+  if (start == std::string::npos) return "";
+  start += std::strlen("def forward");
+  std::string out;
+  int depth = 0;
+  for (size_t i = start; i < source.size(); ++i) {
+    char c = source[i];
+    depth += c == '(' ? 1 : c == ')' ? -1 : 0;
+    if (c == '\n' || c == ' ') {
+      if (!out.empty() && out.back() != ' ' && out.back() != '(') out += ' ';
+      continue;
+    }
+    if (c == ')' && !out.empty() && (out.back() == ' ' || out.back() == ',')) {
+      while (!out.empty() && (out.back() == ' ' || out.back() == ',')) out.pop_back();
+    }
+    out += c;
+    if (depth == 0) break;
+  }
+  return without_self(out);
+}
+
+// Where a module's class is found: transformers' records name their file under models/, torch.nn's are nn.<Name>.
+std::string module_path(const Json& record) {
+  const std::string name = record.value("name", "");
+  const std::string origin = record.value("origin", "");
+  std::string file = record.value("file", "");
+  if (origin == "transformers" && file.ends_with(".py")) {
+    file.resize(file.size() - 3);
+    std::replace(file.begin(), file.end(), '/', '.');
+    return "transformers.models." + file + "." + name;
+  }
+  if (origin.starts_with("torch")) return "nn." + name;
+  return name;
+}
+
+}  // namespace
+
 std::string llm_prompt(const std::vector<Json>& picked, double target_ms, const std::string& device) {
   std::string text =
       "Write a KernelBench-style PyTorch reference program (model.py) that combines the following operators and "
       "modules into one fused computation: the forward pass should use each of them at least once, feeding the "
       "result of one into the next.\n\n";
+  bool configs = false;
   for (const auto& record : picked) {
-    if (record.value("kind", "") == "module") {
-      text += "- module " + record.value("name", "") + record.value("init_signature", "") + "\n";
-    } else {
+    if (record.value("kind", "") != "module") {
       text += "- operator " + record.value("schema", record.value("name", "")) + "\n";
+      continue;
     }
+    text += "- module " + module_path(record) + without_self(record.value("init_signature", "()"));
+    if (record.contains("config_fields") && record["config_fields"].is_array() && !record["config_fields"].empty()) {
+      text += ", reading config fields";
+      for (const auto& field : record["config_fields"]) text += " " + field.get<std::string>();
+      configs = true;
+    }
+    std::string forward = forward_signature(record.value("forward_source", ""));
+    if (!forward.empty()) text += "; forward" + forward;
+    text += "\n";
   }
+  if (configs)
+    text +=
+        "\nA module that takes a config may be imported from transformers; give it a config of its model family "
+        "(transformers' Config class) with small sizes set explicitly.\n";
   char size[160];
   std::snprintf(size, sizeof size,
                 "\nChoose input sizes so that the forward pass takes about %g ms in float32 on %s.\n", target_ms,
@@ -38,17 +101,21 @@ std::string llm_prompt(const std::vector<Json>& picked, double target_ms, const 
       "values of get_init_inputs() and a `forward` that takes the tensors of get_inputs() and returns a tensor; "
       "module-level `get_inputs()` returning a list of input tensors and `get_init_inputs()` returning a list of "
       "constructor arguments. float32 only; deterministic (no dropout, no random ops inside forward); no data-"
-      "dependent control flow. Answer with the complete file in one ```python code block.";
+      "dependent control flow. Answer with the complete file in one ```python code block and nothing else: no "
+      "explanation before or after it.";
   return text;
 }
 
 Json chat_request(const LlmOptions& options, const std::string& prompt, uint64_t seed) {
-  return {{"model", options.model},
-          {"messages", Json::array({{{"role", "system"},
-                                     {"content", "You write PyTorch reference programs for a CUDA kernel benchmark."}},
-                                    {{"role", "user"}, {"content", prompt}}})},
-          {"temperature", options.temperature},
-          {"seed", seed}};
+  Json request = {
+      {"model", options.model},
+      {"messages", Json::array({{{"role", "system"},
+                                 {"content", "You write PyTorch reference programs for a CUDA kernel benchmark."}},
+                                {{"role", "user"}, {"content", prompt}}})},
+      {"temperature", options.temperature},
+      {"seed", seed}};
+  if (options.max_tokens > 0) request["max_tokens"] = options.max_tokens;
+  return request;
 }
 
 std::expected<std::string, std::string> code_from_reply(const std::string& body) {
@@ -160,7 +227,9 @@ std::expected<Json, LlmImportError> import_model_py(const std::string& code, con
     return fail("import", "bridge " + why + ": " + (last == std::string::npos ? err : err.substr(last + 1)));
   }
   if (!imported.is_object()) return fail("import", "the bridge printed no JSON record");
-  if (imported.value("kind", "") != "task") return fail("import", imported.value("error", "the bridge made no task"));
+  // The importer names the stage the model's file failed at (syntax, load, shape, forward, export, unsupported).
+  if (imported.value("kind", "") != "task")
+    return fail(imported.value("stage", "import"), imported.value("error", "the bridge made no task"));
   // The importer's own fields (kernelbench id, level, scratch file) do not apply.
   Json record = {{"kind", "task"}, {"id", id}, {"source", "llm"}, {"program", imported["program"]}, {"seed", seed}};
   move_param_paths(record["program"], dir + "/" + weights, host_weights);
@@ -171,53 +240,75 @@ std::expected<Json, LlmImportError> import_model_py(const std::string& code, con
 LlmComposer::LlmComposer(std::vector<Json> records, LlmOptions options, HttpPost post)
     : m_options(std::move(options)), m_post(std::move(post)), m_rng(m_options.seed) {
   for (auto& record : records) {
-    if (record.value("kind", "") == "module" || record.value("usable", false)) m_pool.push_back(std::move(record));
+    if (record.value("kind", "") == "module") {
+      m_modules.push_back(std::move(record));
+    } else if (record.value("usable", false)) {
+      m_ops.push_back(std::move(record));
+    }
   }
 }
 
-std::expected<Json, LlmComposer::Failure> LlmComposer::attempt() {
+LlmRequest LlmComposer::prepare() {
+  LlmRequest request;
+  request.index = m_requests++;
   std::vector<Json> picked;
-  size_t count = std::min<size_t>(m_pool.size(), 2 + m_rng.below(4));
-  while (picked.size() < count) picked.push_back(m_rng.pick(m_pool));
-  uint64_t seed = m_rng.next() & 0x7fffffff;
-  std::string body = chat_request(m_options, llm_prompt(picked, m_options.target_ms, m_options.device), seed).dump();
+  size_t count = std::min<size_t>(m_ops.size() + m_modules.size(), 2 + m_rng.below(4));
+  while (picked.size() < count) {
+    // Even odds between the pools, whatever their sizes (transformers alone has thousands of modules).
+    bool module = m_ops.empty() || (!m_modules.empty() && m_rng.chance(0.5));
+    picked.push_back(m_rng.pick(module ? m_modules : m_ops));
+  }
+  request.seed = m_rng.next() & 0x7fffffff;
+  request.body =
+      chat_request(m_options, llm_prompt(picked, m_options.target_ms, m_options.device), request.seed).dump();
+  char id[64];
+  std::snprintf(id, sizeof id, "llm-%llu-%06zu", static_cast<unsigned long long>(m_options.seed), request.index);
+  request.id = id;
+  return request;
+}
+
+std::expected<Json, LlmFailure> LlmComposer::ask(const LlmRequest& request) const {
   std::vector<std::string> headers = {"Content-Type: application/json"};
   if (!m_options.api_key.empty()) headers.push_back("Authorization: Bearer " + m_options.api_key);
-  auto reply = m_post(m_options.url + "/chat/completions", body, headers);
-  if (!reply) return std::unexpected(Failure{"http", reply.error()});
+  auto reply = m_post(m_options.url + "/chat/completions", request.body, headers);
+  if (!reply) return std::unexpected(LlmFailure{"http", reply.error()});
   auto code = code_from_reply(*reply);
-  if (!code) return std::unexpected(Failure{"no code block", code.error()});
-  char id[64];
-  std::snprintf(id, sizeof id, "llm-%llu-%06zu", static_cast<unsigned long long>(m_options.seed), m_tasks);
-  auto imported = import_model_py(*code, id, seed, m_options);
-  if (!imported) return std::unexpected(Failure{imported.error().reason, imported.error().detail});
+  if (!code) return std::unexpected(LlmFailure{"no code", code.error()});
+  auto imported = import_model_py(*code, request.id, request.seed, m_options);
+  if (!imported) return std::unexpected(LlmFailure{imported.error().reason, imported.error().detail});
+  return *imported;
+}
+
+std::expected<Json, std::string> LlmComposer::finish(const LlmRequest& request,
+                                                     std::expected<Json, LlmFailure> answer) {
   // A refused task leaves no weights behind (the importer names them by id).
-  std::string weights = m_options.params_dir + "/kernelbench-" + id + ".safetensors";
-  auto checked = check_task(*imported);
+  const std::string weights = m_options.params_dir + "/kernelbench-" + request.id + ".safetensors";
+  auto refuse = [&](LlmFailure failure) -> std::expected<Json, std::string> {
+    ++m_failures[failure.reason];
+    return std::unexpected(failure.reason + ": " + failure.detail);
+  };
+  if (!answer) return refuse(std::move(answer.error()));
+  auto checked = check_task(*answer);
   if (!checked) {
     std::remove(weights.c_str());
-    return std::unexpected(Failure{"check", checked.error()});
+    return refuse({"check", checked.error()});
   }
   if (!m_fingerprints.insert((*checked)["meta"]["fingerprint"].get<std::string>()).second) {
     std::remove(weights.c_str());
-    return std::unexpected(Failure{"duplicate", "fingerprint seen before"});
+    return refuse({"duplicate", "fingerprint seen before"});
   }
+  ++m_tasks;
   return *checked;
 }
 
-std::expected<Json, std::string> LlmComposer::next() {
-  ++m_requests;
-  auto task = attempt();
-  if (!task) {
-    ++m_failures[task.error().reason];
-    return std::unexpected(task.error().reason + ": " + task.error().detail);
-  }
-  ++m_tasks;
-  return *task;
+size_t LlmComposer::answers() const {
+  auto http = m_failures.find("http");
+  return m_requests - (http == m_failures.end() ? 0 : http->second);
 }
 
 std::string LlmComposer::summary() const {
-  std::string text = std::to_string(m_tasks) + " tasks from " + std::to_string(m_requests) + " requests; failed:";
+  std::string text = std::to_string(m_tasks) + " tasks from " + std::to_string(m_requests) + " requests (" +
+                     std::to_string(answers()) + " answers); failed:";
   if (m_failures.empty()) text += " none";
   for (const auto& [reason, count] : m_failures) text += " " + reason + " " + std::to_string(count) + ",";
   if (text.back() == ',') text.pop_back();

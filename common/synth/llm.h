@@ -3,7 +3,8 @@
 // import the answer through the KernelBench importer
 // (bridge/import_kernelbench.py: torch.export, weights to safetensors) into a
 // task record. The model's code runs only in the sandbox (sandbox/sandbox.h: no network, the project read-only, time
-// and memory limits). Every failure is a counted reason, never fatal.
+// and memory limits). Every failure is a counted reason, never fatal: http, no code, the importer's stage (syntax,
+// load, shape, forward, export, unsupported), import (the importer itself failed), timeout, check, duplicate.
 #pragma once
 
 #include <expected>
@@ -28,6 +29,7 @@ struct LlmOptions {
   std::string model;
   std::string api_key;  // "" sends no Authorization header
   double temperature = 0.7;
+  int64_t max_tokens = 0;  // the request's max_tokens; 0 sends none (the server's default)
   double target_ms = 2;
   std::string device = "h200";
   std::string params_dir = "llm-params";  // where the importer writes each task's weights
@@ -36,18 +38,20 @@ struct LlmOptions {
   uint64_t seed = 0;
 };
 
-/// The user prompt for `picked` op and module records.
+/// The user prompt for `picked` op and module records: an op by its schema, a module by where to import it from,
+/// its constructor, the config fields it reads (transformers' blocks take a config) and its forward's signature.
 std::string llm_prompt(const std::vector<Json>& picked, double target_ms, const std::string& device);
 
-/// The chat-completions request body (model, messages, temperature, seed).
+/// The chat-completions request body (model, messages, temperature, seed, max_tokens when set).
 Json chat_request(const LlmOptions& options, const std::string& prompt, uint64_t seed);
 
 /// The first ```python (or plain ```) block of choices[0].message.content.
 /// Errors: "not a chat completion: ..." or "no code block in the reply".
 std::expected<std::string, std::string> code_from_reply(const std::string& body);
 
-/// Why import_model_py made no task: `reason` is counted ("import", or "timeout" when the importer ran past
-/// import_limits' wall or CPU time), `detail` says what happened.
+/// Why import_model_py made no task: `reason` is counted (the importer's stage: "syntax", "load", "shape",
+/// "forward", "export", "unsupported"; "timeout" when it ran past import_limits' wall or CPU time; "import" when the
+/// importer itself failed), `detail` says what happened.
 struct LlmImportError {
   std::string reason;
   std::string detail;
@@ -62,26 +66,50 @@ struct LlmImportError {
 std::expected<Json, LlmImportError> import_model_py(const std::string& code, const std::string& id, uint64_t seed,
                                                     const LlmOptions& options);
 
+/// One request of an LlmComposer: its number (from 0), the task id it would make, its seed and the request body.
+struct LlmRequest {
+  size_t index = 0;
+  std::string id;
+  uint64_t seed = 0;
+  std::string body;
+};
+
+/// Why a request made no task: `reason` is counted, `detail` is logged with -v.
+struct LlmFailure {
+  std::string reason;
+  std::string detail;
+};
+
 class LlmComposer {
  public:
-  /// `records`: op records (only usable ones are sampled) and module records.
+  /// `records`: op records (only usable ones are sampled) and module records. A prompt's 2-5 records are each drawn
+  /// from the ops or, with even odds when there are both, from the modules.
   LlmComposer(std::vector<Json> records, LlmOptions options, HttpPost post);
 
-  /// One request: a checked task record, or the reason it failed ("http",
-  /// "no code block", "import", "timeout", "check", "duplicate"), which is also counted.
-  std::expected<Json, std::string> next();
+  /// One request start to end: a checked task record, or "reason: detail" (the reason is also counted).
+  std::expected<Json, std::string> next() {
+    LlmRequest request = prepare();
+    return finish(request, ask(request));
+  }
+
+  /// next() in three steps, for requests in flight together: prepare and finish change the composer (callers
+  /// serialise them); ask sends the request and imports the answer and may run for several requests at once.
+  LlmRequest prepare();
+  std::expected<Json, LlmFailure> ask(const LlmRequest& request) const;
+  /// Checks an imported task, drops a duplicate, and counts the outcome.
+  std::expected<Json, std::string> finish(const LlmRequest& request, std::expected<Json, LlmFailure> answer);
 
   size_t requests() const { return m_requests; }
-  /// One line for stderr: requests, tasks, failures by reason.
+  size_t tasks() const { return m_tasks; }
+  /// Requests the endpoint answered (all but the "http" failures).
+  size_t answers() const;
+  const std::map<std::string, size_t>& failures() const { return m_failures; }
+  /// One line for stderr: "T tasks from R requests (A answers); failed: reason n, ...".
   std::string summary() const;
 
  private:
-  struct Failure {
-    std::string reason;  // counted
-    std::string detail;  // logged with -v
-  };
-  std::expected<Json, Failure> attempt();
-  std::vector<Json> m_pool;
+  std::vector<Json> m_ops;
+  std::vector<Json> m_modules;
   LlmOptions m_options;
   HttpPost m_post;
   Rng m_rng;

@@ -18,9 +18,17 @@ namespace ca {
 ExitCode synthesize_with_grammar(const std::vector<Json>& records, const std::string& ops_path,
                                  const SynthOptions& options, size_t count, const std::string& output);
 
-/// The LLM: `count` tasks asked of `llm` through `post`, from op (and module) records. A failed request is counted,
-/// not fatal; after 3 * count requests the run ends with exit 1. 130 when interrupted.
-ExitCode synthesize_with_llm(std::vector<Json> records, const LlmOptions& llm, HttpPost post, size_t count,
+/// How many tasks or prompts an LLM run makes, and how many requests it keeps in flight.
+struct LlmRun {
+  size_t count = 10;   // tasks to make (-n), after at most 3 * count requests
+  size_t prompts = 0;  // when > 0: send exactly this many prompts and write the tasks they give, however few
+  size_t jobs = 1;     // requests in flight at once (a server that batches answers them together)
+};
+
+/// The LLM: tasks asked of `llm` through `post`, from op (and module) records, as `run` says. A failed request is
+/// counted, not fatal; with `count`, after 3 * count requests without count tasks the run ends with exit 1. With
+/// jobs > 1 the tasks are written in the order their answers come back. 130 when interrupted.
+ExitCode synthesize_with_llm(std::vector<Json> records, const LlmOptions& llm, HttpPost post, const LlmRun& run,
                              const std::string& output);
 
 }  // namespace ca

@@ -195,6 +195,8 @@ Json import_error_record(const Json& record, const std::string& error) {
     if (record.contains(key)) out[key] = record[key];
   }
   out["error"] = error;
+  // The importer names the step it failed at; a task it made that fails here failed the check.
+  out["stage"] = record.value("kind", "") == "import_error" ? record.value("stage", "unsupported") : "check";
   if (record.contains("program")) out["program"] = record["program"];
   return out;
 }

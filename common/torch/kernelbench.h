@@ -47,8 +47,8 @@ std::expected<std::vector<Json>, std::string> run_import_bridge(const Kernelbenc
 /// to ImportedTask::digest. Returns the checked task, or the error that makes it an import_error record.
 std::expected<ImportedTask, std::string> finish_import(const Json& record, const KernelbenchImport& options);
 
-/// The import_error record for `record` (a task the checks refused): its identity fields, the reason,
-/// and the program when there is one.
+/// The import_error record for `record` (a task the checks refused, or the importer's own import_error): its identity
+/// fields, the reason, the stage that failed (the importer's, or "check") and the program when there is one.
 Json import_error_record(const Json& record, const std::string& error);
 
 }  // namespace ca

@@ -91,6 +91,7 @@ expect_stderr "ca-crawl: error: $WORK/level1/3_No_inputs.py: Unsupported: the fi
 expect_stderr "imported 2 of 3 (level 1: 2/3)"
 [ "$(stdout_lines)" -eq 3 ] || fail "expected 3 records, got $(stdout_lines)"
 expect_stdout '{"kind":"import_error","id":"kernelbench-level1-3_No_inputs","source":"kernelbench","level":1'
+expect_stdout '"stage":"load"'
 [ -f "$WORK/params/kernelbench-level1-2_Symmetric_max.safetensors" ] || fail "--params-dir not used"
 
 run "$crawl" kernelbench "$WORK/missing"

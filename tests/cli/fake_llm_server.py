@@ -1,6 +1,6 @@
 """A stand-in OpenAI-compatible endpoint for tests/cli/synth_llm.sh: answers
 POST /v1/chat/completions with a canned model.py, then with a reply that has
-no code block, then with a model.py that fails to import, in turn. Prints
+no code block, then with a model.py that fails to load (no get_inputs), in turn. Prints
 its port on stdout, then serves until killed.
 
     python fake_llm_server.py

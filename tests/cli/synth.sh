@@ -36,7 +36,7 @@ expect_code 64; expect_stderr "ca-synth: error: --mix: expected 5 numbers (tasks
 run "$synth" --cost-model h100 "$WORK/ops.jsonl"
 expect_code 64; expect_stderr "did you mean 'h200'"
 run "$synth" --model m "$WORK/ops.jsonl"
-expect_code 64; expect_stderr "--model and --modules need --llm"
+expect_code 64; expect_stderr "--model, --modules, --prompts, --llm-jobs and --max-tokens need --llm"
 
 run "$synth" -o "$WORK/none.jsonl" "$WORK/missing.jsonl"
 expect_code 66; expect_stderr "$WORK/missing.jsonl"
@@ -50,6 +50,6 @@ expect_code 65; expect_stderr "$WORK/bad.jsonl:2: invalid JSON"
 
 # Nothing listens on port 1: every request fails, is counted, and the run ends with 1.
 run "$synth" --llm http://127.0.0.1:1/v1 --model m -n 2 "$WORK/ops.jsonl"
-expect_code 1; expect_stderr "0 tasks from 6 requests; failed: http 6"
+expect_code 1; expect_stderr "0 tasks from 6 requests (0 answers); failed: http 6"
 [ "$(stdout_lines)" -eq 0 ] || fail "tasks from an unreachable endpoint"
 finish

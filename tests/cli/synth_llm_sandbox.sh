@@ -49,7 +49,7 @@ run env CA_PYTHON="$python" "$CA_BIN/ca-synth" --llm "$url" --model fake -n 1 -v
 expect_code 0
 expect_stderr "request 1: timeout: the model's import ran past its"
 expect_stderr "limit (30 s)"
-expect_stderr "1 tasks from 2 requests; failed: timeout 1"
+expect_stderr "1 tasks from 2 requests (2 answers); failed: timeout 1"
 for path in "$escape" "$CA_SOURCE_DIR/escaped-from-synth" "$CA_BIN/escaped-from-synth"; do
   [ ! -e "$path" ] || fail "the model's code wrote $path on the host"
 done

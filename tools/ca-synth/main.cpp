@@ -56,6 +56,22 @@ int main(int argc, char** argv) try {
           "Seconds of wall clock and CPU the sandbox gives one --llm model's import (its code runs there)")
       ->default_str(std::to_string(int(llm.import_limits.wall_s)))
       ->check(seconds());
+  LlmRun run;
+  cli.app()
+      .add_option("--prompts", run.prompts,
+                  "With --llm: send exactly this many prompts and write the tasks they give, however few (instead "
+                  "of -n)")
+      ->check(ca::count(1e9));
+  cli.app()
+      .add_option("--llm-jobs", run.jobs,
+                  "Requests in flight at once with --llm (a server that batches answers them together)")
+      ->capture_default_str()
+      ->check(ca::count(1024));
+  cli.app()
+      .add_option("--max-tokens", llm.max_tokens,
+                  "Completion tokens one --llm answer may have (0: the server's default)")
+      ->capture_default_str()
+      ->check(non_negative(1e9));
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
 
   auto mix = parse_mix(mix_text);
@@ -63,8 +79,11 @@ int main(int argc, char** argv) try {
   auto device = device_model(cost_model);
   if (!device) return to_int(usage_error("--cost-model: " + device.error()));
   if (!llm.url.empty() && llm.model.empty()) return to_int(usage_error("--llm needs --model"));
-  if (llm.url.empty() && (!llm.model.empty() || !modules_path.empty()))
-    return to_int(usage_error("--model and --modules need --llm"));
+  if (llm.url.empty() && (!llm.model.empty() || !modules_path.empty() || run.prompts > 0 ||
+                          cli.app().count("--llm-jobs") > 0 || cli.app().count("--max-tokens") > 0))
+    return to_int(usage_error("--model, --modules, --prompts, --llm-jobs and --max-tokens need --llm"));
+  if (run.prompts > 0 && cli.app().count("--count") > 0)
+    return to_int(usage_error("--prompts and -n exclude each other"));
   options.mix = *mix;
   options.device = *device;
   options.seed = cli.common().seed;
@@ -90,7 +109,8 @@ int main(int argc, char** argv) try {
   auto post = [timeout_s](const std::string& url, const std::string& body, const std::vector<std::string>& headers) {
     return http_post(url, body, headers, timeout_s);
   };
-  return to_int(synthesize_with_llm(std::move(*records), llm, post, count, output));
+  run.count = count;
+  return to_int(synthesize_with_llm(std::move(*records), llm, post, run, output));
 } catch (...) {  // LibTorch's and the standard library's exceptions: util/exceptions.h
   return report_uncaught_exception();
 }
