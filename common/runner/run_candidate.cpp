@@ -4,7 +4,9 @@
 #include "runner/run_candidate.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -101,7 +103,14 @@ class ResultsFile {
     ResultsFile file;
     file.m_path = path;
     // Appended to, never truncated: a runner restarted after a crash must not erase the lines of calls that finished.
-    file.m_stream.reset(std::fopen(path.c_str(), "a+e"));
+    // Made only when it is missing: after the first request the storage filter refuses O_CREAT, so the trusted side
+    // makes each later request's file (forbid_new_storage).
+    int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      file.m_stream.reset(::fdopen(fd, "a+"));
+      if (!file.m_stream) ::close(fd);
+    }
     if (!file.m_stream) return Error({RunFailure::io_error, path + ": cannot open: " + std::strerror(errno)});
     auto content = file.read_all();
     if (!content) return Error(content.error());
@@ -203,6 +212,31 @@ std::expected<std::optional<std::string>, RunError> read_line(FILE* in, LineBuff
     if (!text.empty() && text.back() == '\n') text.pop_back();
     return text;
   }
+}
+
+// A fault right after an allocation failed (errno ENOMEM on the faulting thread: malloc's NULL used) is the memory
+// share, not a bug of another kind: says so on stderr, where the trusted side's limit_hit finds "out of memory", then
+// dies of the signal as it would have. The candidate may replace the handler; then its fault is only a crash.
+void on_fault(int signal, siginfo_t*, void*) {
+  if (errno == ENOMEM) {
+    rlimit limit{};
+    ::getrlimit(RLIMIT_AS, &limit);
+    char line[200];
+    int n = std::snprintf(line, sizeof line,
+                          "ca-runner: signal %d after an allocation failed: out of memory (the address-space limit "
+                          "of %llu bytes is the candidate's memory share)\n",
+                          signal, static_cast<unsigned long long>(limit.rlim_cur));
+    if (n > 0) (void)!::write(2, line, size_t(n));
+  }
+  ::signal(signal, SIG_DFL);
+  ::raise(signal);
+}
+
+void name_memory_faults() {
+  struct sigaction action {};
+  action.sa_sigaction = on_fault;
+  action.sa_flags = SA_SIGINFO | SA_RESETHAND;
+  for (int signal : {SIGSEGV, SIGBUS}) ::sigaction(signal, &action, nullptr);
 }
 
 // "<mark> <index>" on the pipe, then the whole process stops itself until the trusted side continues it. The line is
@@ -531,6 +565,14 @@ std::expected<RunSummary, RunError> CandidateRunner::run_request(const RunReques
     if (auto filtered = forbid_processes_and_signals(); !filtered) {
       return Error({RunFailure::io_error, "cannot install the seccomp filter: " + filtered.error()});
     }
+    // cpu: no storage beyond the regions and the address-space limit (the disk and memory shares). Not yet on cuda,
+    // whose driver may make files (its JIT cache) and pipes: untested there (docs/EXPLOITS.md).
+    if (request.backend == Backend::cpu) {
+      if (auto filtered = forbid_new_storage(); !filtered) {
+        return Error({RunFailure::io_error, "cannot install the seccomp filter: " + filtered.error()});
+      }
+    }
+    name_memory_faults();
     auto started = std::chrono::steady_clock::now();
     void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
     m_facts["load_s"] = seconds_since(started);

@@ -6,6 +6,7 @@
 #include "ir/tensor_init.h"
 #include "runner/device.h"
 #include "runner/runner_fixture.h"
+#include "runner/seccomp.h"
 #include "util/atomic_file.h"
 
 namespace ca {
@@ -199,6 +200,34 @@ TEST_F(RunnerTest, LibraryWithoutCaForwardFailsToLoad) {
   EXPECT_NE(results().load_error.find("missing.so"), std::string::npos);
 }
 
+// Makes a file (an input of four elements) or takes memory outside the address space (eight; the storage filter's
+// two classes); returns 0 only when the grab worked.
+const char* const k_grabs_storage = R"(#include "ca_kernel.h"
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+extern "C" int ca_forward(ca_context*, const ca_tensor* in, int, ca_tensor* out, int) {
+  int fd = in[0].shape[0] == 4 ? open("MADE", O_WRONLY | O_CREAT, 0644) : memfd_create("held", 0);
+  ((float*)out[0].data)[0] = 0.0f;
+  return fd >= 0 && write(fd, "x", 1) == 1 ? 0 : 1;
+})";
+
+TEST_F(RunnerTest, CpuCandidatesMakeNoFileAndNoMemoryOutsideTheAddressSpace) {
+  const fs::path made = m_dir / "made-by-candidate";
+  std::string source = k_grabs_storage;
+  source.replace(source.find("MADE"), 4, made.string());
+  std::string library = compile("grabs", source.c_str());
+  // Four elements: a file; eight: a memfd.
+  for (auto [elements, share] : {std::pair{int64_t{4}, "disk share"}, std::pair{int64_t{8}, "memory share"}}) {
+    auto r = request(library, {float_tensor("x", {elements})}, {{DType::float32, {elements}}}, {1});
+    Exit exit = run(r);
+    EXPECT_FALSE(exit.signaled);
+    EXPECT_EQ(exit.code, to_int(k_exit_forbidden)) << m_stderr;
+    EXPECT_NE(m_stderr.find(share), std::string::npos) << m_stderr;
+  }
+  EXPECT_FALSE(fs::exists(made));
+}
+
 TEST_F(RunnerTest, ContextAndWorkspaceFollowTheAbi) {
   auto r = request(compile("workspace", k_uses_workspace), {float_tensor("x", {4})}, {{DType::float32, {2, 3}}}, {1});
   r.num_threads = 3;
@@ -294,6 +323,10 @@ class ServedRunner {
   // Runs request `r`, saved at `path`, as the trusted side does: the path, "ready", then "call <i> <seed>" for each
   // call and its report. "done\n" once every call was reported, "" when the runner stopped answering.
   std::string serve(const std::string& path, const RunRequest& r, std::vector<CallReport>* reports = nullptr) {
+    // As the trusted side does: once the candidate is loaded the runner may make no file (forbid_new_storage).
+    std::error_code ec;
+    fs::create_directories(r.output_dir, ec);
+    EXPECT_TRUE(write_file_atomic(r.output_dir + "/" + std::string(k_results_file), ""));
     if (ask(path) != "ready\n") return "";
     for (size_t i = 0; i < r.calls.size(); ++i) {
       auto report = parse_call_report(ask("call " + std::to_string(i) + " " + std::to_string(r.calls[i].seed)));

@@ -2,6 +2,7 @@
 // killed: its system call numbers differ).
 #include "runner/seccomp.h"
 
+#include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -17,13 +18,17 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace ca {
 namespace {
 
 constexpr uint32_t k_arg0 = offsetof(seccomp_data, args[0]);
+constexpr uint32_t k_arg1 = offsetof(seccomp_data, args[1]);
 constexpr uint32_t k_arg2 = offsetof(seccomp_data, args[2]);
+// open's flags that make a file: O_CREAT, and O_TMPFILE's own bit (its O_DIRECTORY half alone opens a directory).
+constexpr uint32_t k_creating_flags = O_CREAT | (O_TMPFILE & ~O_DIRECTORY);
 
 struct Program {
   std::vector<sock_filter> code;
@@ -43,13 +48,52 @@ struct Program {
   }
 };
 
+// What a refused call was after, so that the verdict names the share or rule it broke.
+const char* forbidden_class(int nr) {
+  switch (nr) {
+    case __NR_open:
+    case __NR_openat:
+    case __NR_creat:
+    case __NR_mkdir:
+    case __NR_mkdirat:
+    case __NR_mknod:
+    case __NR_mknodat:
+    case __NR_link:
+    case __NR_linkat:
+    case __NR_symlink:
+    case __NR_symlinkat:
+    case __NR_rename:
+    case __NR_renameat:
+    case __NR_renameat2:
+    case __NR_truncate:
+    case __NR_ftruncate:
+    case __NR_fallocate:
+      return "disk share: making or growing files; the run may write only the regions it was given";
+    case __NR_memfd_create:
+    case __NR_memfd_secret:
+    case __NR_pipe:
+    case __NR_pipe2:
+    case __NR_socket:
+    case __NR_socketpair:
+    case __NR_shmget:
+    case __NR_mq_open:
+      return "memory share: memory outside the address-space limit (memfd, pipes, sockets, shared memory)";
+    case __NR_mmap:
+    case __NR_mprotect:
+    case __NR_pkey_mprotect:
+      return "loading code after the start";
+    case __NR_sched_setaffinity:
+      return "CPU share: core affinity";
+    default:
+      return "new processes, exec, signals to other processes or tracing";
+  }
+}
+
 // Names the refused call and ends the process: the only handler for SIGSYS, which the filter keeps.
 void on_forbidden(int, siginfo_t* info, void*) {
-  char line[160];
-  int n = std::snprintf(line, sizeof line,
-                        "ca-runner: forbidden system call %d (new processes, exec, signals to other processes, "
-                        "tracing, core affinity, or loading code after the start)\n",
-                        info->si_syscall);
+  char line[224];
+  int n = std::snprintf(line, sizeof line, "ca-runner: forbidden system call %d (%s)\n", info->si_syscall,
+                        forbidden_class(info->si_syscall));
   if (n > 0) (void)!::write(2, line, size_t(n));
   ::_exit(int(k_exit_forbidden));
 }
@@ -107,6 +151,29 @@ std::expected<void, std::string> forbid_processes_and_signals() {
   p.on(SIGSYS, trap);
   p.ret(allow);
   p.ret(allow);
+  return install(p, SECCOMP_FILTER_FLAG_TSYNC);
+}
+
+std::expected<void, std::string> forbid_new_storage() {
+  Program p;
+  p.arch_check();
+  // openat2's flags are in memory a filter cannot read; ENOSYS, as glibc's open never needs it.
+  p.on(__NR_openat2, SECCOMP_RET_ERRNO | ENOSYS);
+  for (int nr : {__NR_creat,    __NR_mkdir,     __NR_mkdirat,    __NR_mknod,        __NR_mknodat,      __NR_link,
+                 __NR_linkat,   __NR_symlink,   __NR_symlinkat,  __NR_rename,       __NR_renameat,     __NR_renameat2,
+                 __NR_truncate, __NR_ftruncate, __NR_fallocate,  __NR_memfd_create, __NR_memfd_secret, __NR_pipe,
+                 __NR_pipe2,    __NR_socket,    __NR_socketpair, __NR_shmget,       __NR_mq_open}) {
+    p.on(uint32_t(nr), SECCOMP_RET_TRAP);
+  }
+  // open(path, flags) and openat(dir, path, flags): any file may be opened as it is, none made.
+  for (auto [nr, flags] : {std::pair{__NR_open, k_arg1}, std::pair{__NR_openat, k_arg2}}) {
+    p.add(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, uint32_t(nr), 0, 4));
+    p.load(flags);
+    p.add(BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, k_creating_flags, 0, 1));
+    p.ret(SECCOMP_RET_TRAP);
+    p.ret(SECCOMP_RET_ALLOW);
+  }
+  p.ret(SECCOMP_RET_ALLOW);
   return install(p, SECCOMP_FILTER_FLAG_TSYNC);
 }
 

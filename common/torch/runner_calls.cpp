@@ -1,8 +1,10 @@
 #include "torch/runner_calls.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -25,6 +27,7 @@
 #include "util/atomic_file.h"
 
 namespace ca {
+namespace fs = std::filesystem;
 namespace {
 
 using Error = std::unexpected<std::string>;
@@ -209,10 +212,30 @@ std::vector<TensorSpec> tensor_specs(const Program& program) {
   return specs;
 }
 
-// The sandbox gives its user the writable tree when it starts; a region made later must be given too.
+// The sandbox gives its user the writable tree when it starts; a file made later must be given too.
+std::expected<void, std::string> hand_over(const std::string& path) {
+  if (::geteuid() == 0 && ::chown(path.c_str(), k_sandbox_uid, k_sandbox_uid) != 0) {
+    return Error(path + ": cannot hand it to the sandbox's user: " + std::strerror(errno));
+  }
+  return {};
+}
+
 std::expected<void, std::string> hand_over(const OutputRegion& region) {
-  if (::geteuid() == 0 && ::chown(region.path().c_str(), k_sandbox_uid, k_sandbox_uid) != 0) {
-    return Error(region.path() + ": cannot hand the region to the sandbox's user: " + std::strerror(errno));
+  return hand_over(region.path());
+}
+
+// A round's results directory and its empty results.jsonl, made here: on cpu the runner may make no file once the
+// candidate is loaded (runner/seccomp.h, forbid_new_storage), and every round after the first comes after that.
+std::expected<void, std::string> make_results_file(const std::string& io_dir) {
+  std::error_code ec;
+  fs::create_directories(io_dir, ec);
+  if (ec) return Error(io_dir + ": cannot create: " + ec.message());
+  const std::string path = io_dir + "/" + std::string(k_results_file);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return Error(path + ": cannot create: " + std::strerror(errno));
+  ::close(fd);
+  for (const std::string& made : {io_dir, path}) {
+    if (auto given = hand_over(made); !given) return Error(given.error());
   }
   return {};
 }
@@ -258,6 +281,14 @@ std::expected<RunnerSetup, std::string> set_up(const Program& program, const std
   setup.spec.limits = options.limits;
   // The runner maps the whole region and the input slot: the harness's memory, not the candidate's.
   setup.spec.limits.memory_bytes += int64_t(largest_bytes + input_bytes);
+  // The runner writes only results.jsonl (the regions are made here and written through their mappings), so a write
+  // past the end of any file it may open stops here: with no file made or grown otherwise (forbid_new_storage), its
+  // disk share is the regions plus this for each of its three files.
+  setup.spec.limits.file_bytes = std::min(setup.spec.limits.file_bytes, k_runner_file_bytes);
+  // cuda has no storage filter yet (its driver may make files): the parent's quota on io/ instead, room for the
+  // largest region, the input slot and the results files, checked while the runner runs (sandbox.h, disk_bytes).
+  if (options.backend == Backend::cuda)
+    setup.spec.limits.disk_bytes = int64_t(largest_bytes + input_bytes) + k_runner_disk_slack_bytes;
   return setup;
 }
 
@@ -456,6 +487,7 @@ std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<R
     outcome.calls.resize(calls.size());
     return outcome;
   }
+  if (auto made = make_results_file(io_dir); !made) return Error(made.error());
   if (auto written = write_request(request_path, s.setup, s.shapes, s.library, calls, io_dir, s.options); !written) {
     return Error(written.error());
   }
