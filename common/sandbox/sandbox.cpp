@@ -41,7 +41,6 @@ namespace {
 
 constexpr size_t k_max_output = size_t{32} << 20;        // per stream; the rest is read and dropped
 constexpr auto k_drain_grace = std::chrono::seconds(5);  // after exit or kill, for the pipes to close
-constexpr auto k_disk_check_interval = std::chrono::milliseconds(10);  // the parent's walks of the writable paths
 constexpr int k_max_depth = 256;                         // of a writable tree given to the sandbox user
 constexpr int k_status_fd = 3;                           // bwrap --json-status-fd in the child
 constexpr int k_exec_error_fd = 4;                       // the child reports a failed exec here
@@ -49,6 +48,10 @@ constexpr int k_exec_error_fd = 4;                       // the child reports a 
 // names, alternatives symlinks); the rest of /etc holds host secrets.
 const char* const k_etc_files[] = {"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",  "/etc/alternatives",
                                    "/etc/passwd",      "/etc/group",      "/etc/nsswitch.conf", "/etc/localtime"};
+// Devices named in CUDA_MPS_PINNED_DEVICE_MEM_LIMIT: one node's GPUs.
+constexpr int k_mps_devices = 8;
+// How often, at most, the parent walks the writable paths for SandboxLimits::disk_bytes.
+constexpr auto k_disk_check_interval = std::chrono::milliseconds(10);
 const char* const k_system_dirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
 
 void add(std::vector<std::string>& args, std::initializer_list<std::string> words) {
@@ -175,8 +178,8 @@ std::vector<Limit> rlimits(const SandboxSpec& spec) {
   auto cpu = static_cast<rlim_t>(std::max(1.0, std::ceil(limits.cpu_s)));
   auto memory = static_cast<rlim_t>(limits.memory_bytes);
   auto processes = static_cast<rlim_t>(std::max(1, limits.processes));
-  auto file = static_cast<rlim_t>(limits.disk_bytes > 0 ? std::min(limits.file_bytes, limits.disk_bytes)
-                                                         : limits.file_bytes);
+  auto file =
+      static_cast<rlim_t>(limits.disk_bytes > 0 ? std::min(limits.file_bytes, limits.disk_bytes) : limits.file_bytes);
   // The CUDA driver reserves far more address space than it uses, so a GPU
   // run limits data segments (what malloc and cudaMallocHost grow) instead.
   int memory_resource = spec.gpu ? RLIMIT_DATA : RLIMIT_AS;
@@ -319,7 +322,7 @@ struct SandboxProcess {
   bool paused = false;  // SandboxSession::pause stopped it
   pid_t command = -1;   // the command's own process (host pid), once found; SandboxSession::freeze stops it
   bool frozen = false;
-  int64_t disk_at_start = 0;  // the writable paths' usage when it started (limits.disk_bytes)
+  int64_t disk_at_start = 0;   // the writable paths' usage when it started (limits.disk_bytes)
   bool disk_exceeded = false;  // killed for passing limits.disk_bytes
   Clock::time_point disk_checked{};
 };
@@ -548,6 +551,13 @@ void stop(SandboxProcess& p) {
 
 }  // namespace
 
+std::string mps_pipe_directory() {
+  const char* given = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
+  std::string dir = given != nullptr && *given != '\0' ? given : "/tmp/nvidia-mps";
+  std::error_code ec;
+  return fs::exists(fs::path(dir) / "control", ec) ? dir : "";
+}
+
 int64_t disk_usage(const std::vector<std::string>& paths, int64_t stop_after) {
   std::set<std::pair<dev_t, ino_t>> seen;
   int64_t total = 0;
@@ -614,6 +624,18 @@ std::vector<std::string> bwrap_arguments(const SandboxSpec& spec, HostUser host_
              "C.UTF-8"});
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
   if (spec.gpu && visible != nullptr) add(args, {"--setenv", "CUDA_VISIBLE_DEVICES", visible});
+  if (spec.gpu && spec.limits.device_memory_bytes > 0) {
+    // The device-memory share: MPS's server holds it, outside the command's process, for every device it sees
+    // (ordinals after CUDA_VISIBLE_DEVICES). Whole MiB, rounded down, at least one.
+    std::string mib = std::to_string(std::max<int64_t>(1, spec.limits.device_memory_bytes >> 20)) + "M";
+    std::string per_device;
+    for (int device = 0; device < k_mps_devices; ++device)
+      per_device += (device > 0 ? "," : "") + std::to_string(device) + "=" + mib;
+    add(args, {"--setenv", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", per_device});
+    if (std::string pipes = mps_pipe_directory(); !pipes.empty()) {
+      add(args, {"--bind", pipes, pipes, "--setenv", "CUDA_MPS_PIPE_DIRECTORY", pipes});
+    }
+  }
   args.push_back("--");
   if (host_user == HostUser::root) {
     std::string uid = std::to_string(k_sandbox_uid);
@@ -714,7 +736,8 @@ std::expected<SandboxResult, std::string> conclude(SandboxProcess& p) {
   const rusage& usage = p.child.usage;
   double cpu_used = double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
                     1e-6 * double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
-  result.limit_hit = p.disk_exceeded ? "disk" : limit_hit(result, p.spec.limits, cpu_used, p.out.truncated || p.err.truncated);
+  result.limit_hit =
+      p.disk_exceeded ? "disk" : limit_hit(result, p.spec.limits, cpu_used, p.out.truncated || p.err.truncated);
   return result;
 }
 

@@ -26,7 +26,16 @@ struct SandboxLimits {
   /// by the parent while the command runs, which kills the sandbox once the total passes it and has grown since the
   /// start (limit_hit "disk"); 0: no quota. Also the largest file (RLIMIT_FSIZE) when smaller than file_bytes.
   int64_t disk_bytes = 0;
+  /// With gpu: the device memory the command's CUDA clients may pin on each device, enforced by the MPS server,
+  /// outside the sandbox, when an MPS control daemon runs (its pipe directory, CUDA_MPS_PIPE_DIRECTORY or
+  /// /tmp/nvidia-mps, is bound in and CUDA_MPS_PINNED_DEVICE_MEM_LIMIT set); 0: none. Without a daemon nothing
+  /// enforces it (mps_pipe_directory says whether one is there). Untested on a GPU.
+  int64_t device_memory_bytes = 0;
 };
+
+/// The MPS control daemon's pipe directory when one is running (its "control" pipe exists): CUDA_MPS_PIPE_DIRECTORY,
+/// else /tmp/nvidia-mps; "" when there is none.
+std::string mps_pipe_directory();
 
 /// What each file, directory or link under a writable path counts toward SandboxLimits::disk_bytes besides its
 /// allocated bytes: its inode and directory entry, so that a million empty files are not free.

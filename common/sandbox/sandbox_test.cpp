@@ -3,6 +3,7 @@
 
 #include <sched.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -128,6 +129,58 @@ TEST_F(SandboxTest, NoGpuDevicesUnlessAsked) {
   s.gpu = true;
   args = bwrap_arguments(s, HostUser::regular);
   EXPECT_EQ(std::count(args.begin(), args.end(), "/sys"), 2);
+}
+
+TEST_F(SandboxTest, DeviceMemoryShareGoesToMpsWithTheGpuOnly) {
+  SandboxSpec s = spec("true");
+  s.limits.device_memory_bytes = int64_t{3} << 30;
+  auto args = bwrap_arguments(s, HostUser::regular);
+  EXPECT_EQ(std::count(args.begin(), args.end(), "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), 0) << "no GPU, no share";
+  s.gpu = true;
+  args = bwrap_arguments(s, HostUser::regular);
+  auto limit = std::find(args.begin(), args.end(), "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT");
+  ASSERT_NE(limit, args.end());
+  ASSERT_NE(limit + 1, args.end());
+  EXPECT_TRUE((limit + 1)->starts_with("0=3072M,1=3072M,")) << *(limit + 1);
+  EXPECT_EQ(*(limit - 1), "--setenv");
+  EXPECT_EQ(std::count(args.begin(), args.end(), "CUDA_MPS_PIPE_DIRECTORY"), mps_pipe_directory().empty() ? 0 : 1);
+}
+
+TEST_F(SandboxTest, DiskQuotaKillsAWriterOfManyFilesWhileItWrites) {
+  // Files of 256 KiB, each far under the file limit, without end: only the total can stop them.
+  SandboxSpec s = spec("i=0; while :; do i=$((i+1)); head -c 262144 /dev/zero > kernels/f$i || exit 3; done");
+  s.limits.disk_bytes = int64_t{4} << 20;
+  SandboxResult result = run(s);
+  EXPECT_EQ(result.limit_hit, "disk");
+  EXPECT_FALSE(result.timed_out);
+  EXPECT_NE(result.exit_code, 0);
+  int64_t used = disk_usage({(m_root / "kernels").string()});
+  EXPECT_GT(used, s.limits.disk_bytes);
+  // What one check's interval of writing holds passes the quota; loose, so that a slow machine cannot fail it.
+  EXPECT_LT(used, s.limits.disk_bytes * 16) << used;
+}
+
+TEST_F(SandboxTest, DiskQuotaLetsACommandCleanATreeAlreadyOverIt) {
+  std::ofstream(m_root / "kernels" / "big") << std::string(size_t{1} << 20, 'x');
+  SandboxSpec s = spec("rm kernels/big && echo cleaned");
+  s.limits.disk_bytes = int64_t{64} << 10;
+  SandboxResult result = run(s);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "cleaned\n");
+  EXPECT_EQ(result.limit_hit, "");
+}
+
+TEST_F(SandboxTest, DiskUsageCountsBytesAndEntriesOnce) {
+  fs::path k = m_root / "kernels";
+  int64_t empty = disk_usage({k.string()});
+  struct stat dir {};
+  ASSERT_EQ(::lstat(k.c_str(), &dir), 0);
+  EXPECT_EQ(empty, int64_t(dir.st_blocks) * 512 + k_disk_entry_bytes);  // the directory itself (a block on ext4)
+  for (int i = 0; i < 10; ++i) std::ofstream(k / ("e" + std::to_string(i)));
+  fs::create_hard_link(k / "e0", k / "again");
+  fs::create_symlink("/usr", k / "link");  // never followed
+  EXPECT_EQ(disk_usage({k.string()}), empty + 11 * k_disk_entry_bytes);
+  EXPECT_EQ(disk_usage({k.string(), k.string()}), empty + 11 * k_disk_entry_bytes) << "each inode once";
 }
 
 TEST_F(SandboxTest, RootDropsToTheSandboxUser) {

@@ -35,4 +35,20 @@ run "$sandbox" exec "$ws" --disk 16M --wall 60 -- bash -c 'cd kernels && for i i
 expect_code 137
 expect_stderr "passed the disk quota of kernels/"
 [ ! -s "$WORK/stdout" ] || fail "10000 empty files were made within a 16 MiB quota"
+
+# unpack: an entry whose header says 2 GiB is refused before a byte of it is written, and nothing is kept.
+python3 - "$WORK/big.tar.gz" <<'PY'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w:gz") as tar:
+    small = tarfile.TarInfo("kernels/small.cu")
+    small.size = 5
+    tar.addfile(small, io.BytesIO(b"hello"))
+    big = tarfile.TarInfo("kernels/big.bin")
+    big.size = 2 << 30
+    tar.addfile(big)  # the header alone: what follows is the stream's end
+PY
+run "$sandbox" unpack "$WORK/big.tar.gz" -o "$WORK/unpacked"
+expect_code 65
+expect_stderr "entry 'kernels/big.bin': the snapshot unpacks to more than 1073741824 bytes (the unpack quota)"
+[ ! -e "$WORK/unpacked" ] || fail "an over-quota snapshot left $WORK/unpacked"
 finish

@@ -55,6 +55,14 @@ int main(int argc, char** argv) try {
       ->transform(CLI::AsSizeValue(false))
       ->check(positive(1e15));
 
+  exec_cmd
+      ->add_option("--device-memory", limits.device_memory_bytes,
+                   "With --gpu: device memory the command may pin on each device, bytes (K, M, G suffixes), held by "
+                   "the MPS server when an MPS control daemon runs; 0: no share")
+      ->capture_default_str()
+      ->transform(CLI::AsSizeValue(false))
+      ->check(non_negative(1e15));
+
   auto* pack_cmd = app.add_subcommand("pack", "Pack a workspace into a .tar.gz (or .tar.zst) snapshot");
   std::string archive, destination;
   pack_cmd->add_option("WORKSPACE", workspace, "Workspace directory")->required();
