@@ -33,9 +33,10 @@ for flag in --target-ms --max-elements --request-timeout --import-timeout; do
   for value in 0 -1 nan 1e300; do bad ca-synth $flag $value; done
 done
 for value in -1 nan 11; do bad ca-synth --temperature $value; done
-for flag in --wall --cpu --memory --processes --file-size; do
+for flag in --wall --cpu --memory --processes --file-size --disk; do
   for value in 0 -1 nan 1e300; do bad ca-sandbox exec $flag $value "$WORK" -- true; done
 done
+for value in -1 nan 1e300; do bad ca-sandbox exec --device-memory $value "$WORK" -- true; done  # 0: no share
 for value in 0 -1 nan; do bad ca-crawl kernelbench --scale $value "$WORK"; done
 # The messages themselves: short numbers, the value as given.
 run "$CA_BIN/ca-verify" --timeout 1e300
