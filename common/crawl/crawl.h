@@ -30,6 +30,10 @@ ExitCode write_checked_tasks(const std::vector<std::string>& inputs, const std::
 /// reported and written as an import_error record (exit 1). With a `digests_path`, each imported task's digest record
 /// goes there, committed with the output. params_dir defaults to the output's folder. Exit 66 for a missing folder,
 /// 64 for backend cuda without a CUDA device, 65 when the bridge fails, 130 when it was interrupted.
-ExitCode import_kernelbench(KernelbenchImport options, const std::string& output, const std::string& digests_path);
+/// Every finished problem is journaled beside `output` (util/journal.h, keyed by its file, with the file's digest) as
+/// the bridge streams its records; with journal.resume the bridge skips the problems the journal holds, and their
+/// records (and digests) are replayed in their place.
+ExitCode import_kernelbench(KernelbenchImport options, const std::string& output, const std::string& digests_path,
+                            const JournalOptions& journal = {});
 
 }  // namespace ca

@@ -177,6 +177,12 @@ std::expected<void, std::string> RecordJournal::finish() {
   return {};
 }
 
+std::vector<std::string> RecordJournal::keys() const {
+  std::vector<std::string> keys;
+  for (const auto& [key, entry] : m_entries) keys.push_back(key);
+  return keys;
+}
+
 std::string journal_key(const Record& record) {
   return std::to_string(record.input) + ":" + std::to_string(record.line);
 }

@@ -63,8 +63,9 @@ class RecordJournal {
   std::expected<void, std::string> finish();
 
   const std::string& path() const { return m_path; }
-  /// Entries read at open (a resume's finished records).
+  /// Entries read at open (a resume's finished records), and their keys.
   size_t resumed() const { return m_entries.size(); }
+  std::vector<std::string> keys() const;
 
  private:
   RecordJournal(std::string path, int fd);

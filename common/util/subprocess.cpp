@@ -127,8 +127,18 @@ bool has_exited(pid_t pid) {
   return info.si_pid == pid;
 }
 
-// Waits up to `wait_ms` for output and appends what arrived; closes streams at end of file.
-void pump(Stream (&streams)[2], int wait_ms, size_t max_output) {
+// Hands the whole lines of `text` to `on_line` and keeps the rest; at end of file, the rest too.
+void pass_lines(std::string& text, const std::function<void(std::string)>& on_line, bool at_end) {
+  size_t start = 0;
+  for (size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1)
+    on_line(text.substr(start, end - start));
+  text.erase(0, start);
+  if (at_end && !text.empty()) on_line(std::exchange(text, std::string()));
+}
+
+// Waits up to `wait_ms` for output and appends what arrived; closes streams at end of file. Stdout's lines go to
+// `on_line` when one is given.
+void pump(Stream (&streams)[2], int wait_ms, size_t max_output, const std::function<void(std::string)>& on_line) {
   pollfd fds[2];
   Stream* owners[2];
   nfds_t count = 0;
@@ -143,13 +153,17 @@ void pump(Stream (&streams)[2], int wait_ms, size_t max_output) {
     char buffer[65536];
     ssize_t got = read(fds[i].fd, buffer, sizeof buffer);
     if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    const bool lines = on_line && owners[i] == &streams[0];
     if (got <= 0) {
       owners[i]->fd->reset();
+      if (lines) pass_lines(*owners[i]->text, on_line, true);
       continue;
     }
     std::string& text = *owners[i]->text;
+    // A line handed on is not kept, so only one line's worth counts against max_output.
     size_t room = max_output - std::min(max_output, text.size());
     text.append(buffer, std::min(room, static_cast<size_t>(got)));
+    if (lines) pass_lines(text, on_line, false);
   }
 }
 
@@ -204,9 +218,10 @@ std::expected<SubprocessResult, std::string> run_subprocess(const std::vector<st
       }
     }
     // With the pipes closed only the exit is left to notice, so look often.
-    pump(streams, reading ? 50 : 2, options.max_output);
+    pump(streams, reading ? 50 : 2, options.max_output, options.on_output_line);
   }
 
+  if (options.on_output_line) pass_lines(result.out, options.on_output_line, true);  // cut off by the drain time
   int status = 0;
   pid_t waited = -1;
   do {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstddef>
 #include <expected>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,9 @@ struct SubprocessOptions {
   std::vector<std::string> env;          // "NAME=value" entries that add to or override the caller's environment
   std::chrono::milliseconds timeout{0};  // 0 = wait for ever
   size_t max_output = 16 << 20;          // bytes kept of each stream; the rest is read and dropped
+  // Given: each whole line of standard output (without its newline) as it arrives, not kept in `out` (the last line
+  // too, when it has no newline). Called on the calling thread, between reads: it must return soon (queue the work).
+  std::function<void(std::string line)> on_output_line;
 };
 
 struct SubprocessResult {

@@ -39,6 +39,18 @@ TEST(SubprocessTest, CapturesStdoutAndStderrSeparately) {
   EXPECT_EQ(result->describe(), "exited with status 3");
 }
 
+TEST(SubprocessTest, HandsOnEachLineOfStdoutAsItComes) {
+  SubprocessOptions options;
+  std::vector<std::string> lines;
+  options.on_output_line = [&](std::string line) { lines.push_back(std::move(line)); };
+  // The second line comes in two writes; the last has no newline.
+  auto result = run_subprocess(shell("echo one; printf 'tw'; sleep 0.1; printf 'o\\nthree'; echo err >&2"), options);
+  ASSERT_TRUE(result) << result.error();
+  EXPECT_EQ(lines, (std::vector<std::string>{"one", "two", "three"}));
+  EXPECT_EQ(result->out, "");
+  EXPECT_EQ(result->err, "err\n");
+}
+
 TEST(SubprocessTest, RunsWithoutAShell) {
   // The argument reaches the program verbatim: no globbing, no word splitting.
   auto result = run_subprocess({"echo", "a  *  $HOME"});

@@ -48,6 +48,7 @@ int main(int argc, char** argv) try {
       ->add_option("--device", device, "Device the tasks run on (--dump, --digests) and of shape checking's fallback")
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
+  cli.add_resume_flag(kernelbench, {});  // each problem's file is digested in its journal entry
 
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
 
@@ -56,7 +57,7 @@ int main(int argc, char** argv) try {
   if (kernelbench->parsed()) {
     import.seed = cli.common().seed;
     import.backend = device == "cuda" ? Backend::cuda : Backend::cpu;
-    return to_int(import_kernelbench(import, output, digests_path));
+    return to_int(import_kernelbench(import, output, digests_path, cli.journal_options()));
   }
   return to_int(
       write_checked_tasks(inputs, output, fail_fast ? OnBadRecord::stop : OnBadRecord::skip, cli.journal_options()));
