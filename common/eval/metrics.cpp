@@ -3,7 +3,7 @@
 
 #include <cmath>
 #include <map>
-#include "eval/text_format.h"
+#include "util/text_format.h"
 
 namespace ca {
 

@@ -4,9 +4,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include "eval/text_format.h"
 
 #include "eval/metrics.h"
+#include "util/svg_chart.h"
+#include "util/text_format.h"
 
 namespace ca {
 
@@ -64,23 +65,6 @@ std::string format_value(const Json& value, Unit unit) {
 
 std::string format_optional(const std::optional<double>& value, const char* suffix) {
   return value ? format_text("{:.3f}{}", *value, suffix) : "n/a";
-}
-
-std::string html_escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else if (c == '"')
-      out += "&quot;";
-    else
-      out += c;
-  }
-  return out;
 }
 
 // The metrics table: one column for each level, then overall, then the degenerate tasks when there are any.
@@ -167,95 +151,6 @@ std::string environment_text(const Json& environment, const char* bullet) {
   return out;
 }
 
-struct Series {
-  std::string name;
-  std::string color;
-  std::vector<double> values;
-};
-
-constexpr double k_width = 640, k_height = 300, k_left = 50, k_bottom = 40, k_top = 30;
-
-std::string svg_frame(const std::string& title, double y_max, const std::string& y_label, const std::string& body) {
-  std::string out = format_text(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\">"
-      "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>"
-      "<text x=\"{}\" y=\"18\" font-size=\"14\" font-weight=\"bold\">{}</text>",
-      k_width, k_height, k_left, html_escape(title));
-  double plot_h = k_height - k_bottom - k_top;
-  for (int i = 0; i <= 4; ++i) {
-    double y = k_top + plot_h * (1 - i / 4.0);
-    out += format_text(
-        "<line x1=\"{}\" x2=\"{}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#ddd\"/>"
-        "<text x=\"{}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"end\">{:.3g}</text>",
-        k_left, k_width - 10, y, y, k_left - 4, y + 3, y_max * i / 4.0);
-  }
-  out += format_text(
-      "<text x=\"12\" y=\"{}\" font-size=\"11\" transform=\"rotate(-90 12 {})\" text-anchor=\"middle\">{}</text>",
-      k_top + plot_h / 2, k_top + plot_h / 2, html_escape(y_label));
-  return out + body + "</svg>\n";
-}
-
-std::string legend(const std::vector<Series>& series) {
-  std::string out;
-  for (size_t i = 0; i < series.size(); ++i) {
-    double x = k_width - 170, y = k_top + 12 + 14.0 * double(i);
-    out += format_text(
-        "<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\" "
-        "font-size=\"11\">{}</text>",
-        x, y - 9, series[i].color, x + 14, y, html_escape(series[i].name));
-  }
-  return out;
-}
-
-// Grouped bars: one group per category, one bar per series.
-std::string bar_chart(const std::string& title, const std::vector<std::string>& categories,
-                      const std::vector<Series>& series, const std::string& y_label) {
-  double y_max = 0;
-  for (const Series& s : series) {
-    for (double v : s.values) y_max = std::max(y_max, v);
-  }
-  y_max = y_max > 0 ? y_max : 1;
-  double plot_w = k_width - k_left - 10, plot_h = k_height - k_bottom - k_top;
-  double group_w = plot_w / double(std::max<size_t>(1, categories.size()));
-  double bar_w = group_w * 0.8 / double(std::max<size_t>(1, series.size()));
-  std::string body;
-  for (size_t c = 0; c < categories.size(); ++c) {
-    double x0 = k_left + group_w * double(c) + group_w * 0.1;
-    for (size_t s = 0; s < series.size(); ++s) {
-      double h = plot_h * series[s].values[c] / y_max;
-      body +=
-          format_text("<rect class=\"bar\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\"/>",
-                      x0 + bar_w * double(s), k_top + plot_h - h, bar_w, h, series[s].color);
-    }
-    body += format_text("<text x=\"{:.1f}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
-                        x0 + group_w * 0.4, k_height - k_bottom + 14, html_escape(categories[c]));
-  }
-  return svg_frame(title, y_max, y_label, body + legend(series));
-}
-
-// Lines over a shared x axis.
-std::string line_chart(const std::string& title, const std::vector<double>& xs, const std::vector<Series>& series,
-                       const std::string& x_label, const std::string& y_label) {
-  double plot_w = k_width - k_left - 10, plot_h = k_height - k_bottom - k_top;
-  double x_max = xs.empty() ? 1 : xs.back();
-  std::string body;
-  for (const Series& s : series) {
-    std::string points;
-    for (size_t i = 0; i < xs.size(); ++i) {
-      points += format_text("{:.1f},{:.1f} ", k_left + plot_w * xs[i] / x_max, k_top + plot_h * (1 - s.values[i]));
-    }
-    body += format_text("<polyline class=\"curve\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>",
-                        s.color, points);
-  }
-  for (int i = 0; i <= 4; ++i) {
-    body += format_text("<text x=\"{:.1f}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{:.3g}</text>",
-                        k_left + plot_w * i / 4.0, k_height - k_bottom + 14, x_max * i / 4.0);
-  }
-  body += format_text("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>", k_left + plot_w / 2,
-                      k_height - 8, html_escape(x_label));
-  return svg_frame(title, 1.0, y_label, body + legend(series));
-}
-
 std::vector<TaskResult> counted(const std::vector<TaskResult>& tasks) {
   std::vector<TaskResult> out;
   std::copy_if(tasks.begin(), tasks.end(), std::back_inserter(out),
@@ -268,10 +163,10 @@ std::string speedup_plot(const std::vector<TaskResult>& tasks) {
   constexpr int k_bins = 16;
   std::vector<std::string> labels;
   for (int b = 0; b < k_bins; ++b) labels.push_back(format_text("{:.2g}", std::exp2(-4 + 0.5 * b + 0.25)));
-  Series eager{"vs eager", "#1f77b4", std::vector<double>(k_bins)},
+  ChartSeries eager{"vs eager", "#1f77b4", std::vector<double>(k_bins)},
       compile{"vs torch.compile", "#ff7f0e", std::vector<double>(k_bins)};
   for (const TaskResult& task : tasks) {
-    auto add = [&](const std::optional<double>& speedup, Series& series) {
+    auto add = [&](const std::optional<double>& speedup, ChartSeries& series) {
       if (!task.pass || !speedup || *speedup <= 0) return;
       int bin = std::clamp(int(std::floor((std::log2(*speedup) + 4) * 2)), 0, k_bins - 1);
       series.values[size_t(bin)] += 1;
@@ -284,7 +179,7 @@ std::string speedup_plot(const std::vector<TaskResult>& tasks) {
 
 std::string fast_p_plot(const std::vector<TaskResult>& tasks) {
   std::vector<double> ps;
-  Series eager{"fast_p vs eager", "#1f77b4", {}}, compile{"fast_p vs torch.compile", "#ff7f0e", {}};
+  ChartSeries eager{"fast_p vs eager", "#1f77b4", {}}, compile{"fast_p vs torch.compile", "#ff7f0e", {}};
   for (int i = 0; i <= 80; ++i) {
     double p = 0.05 * i;
     ps.push_back(p);
@@ -297,7 +192,7 @@ std::string fast_p_plot(const std::vector<TaskResult>& tasks) {
 
 std::string level_plot(const Json& summary) {
   std::vector<std::string> levels;
-  Series pass{"pass rate", "#2ca02c", {}}, fast1{"fast_1 vs eager", "#1f77b4", {}},
+  ChartSeries pass{"pass rate", "#2ca02c", {}}, fast1{"fast_1 vs eager", "#1f77b4", {}},
       ftc{"faster than compile", "#ff7f0e", {}};
   auto add = [&](const std::string& name, const Json& metrics) {
     levels.push_back(name);
@@ -322,7 +217,7 @@ std::string reward_plot(const std::vector<TaskResult>& tasks) {
       missing += 1;
   }
   std::vector<std::string> labels;
-  Series series{"tasks", "#9467bd", {}};
+  ChartSeries series{"tasks", "#9467bd", {}};
   for (const auto& [value, count] : counts) {
     labels.push_back(format_text("{:g}", value));
     series.values.push_back(count);

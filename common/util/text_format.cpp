@@ -1,5 +1,5 @@
 // The placeholder formatter of text_format.h over snprintf.
-#include "eval/text_format.h"
+#include "util/text_format.h"
 
 #include <cstdio>
 

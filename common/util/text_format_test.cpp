@@ -1,5 +1,5 @@
 // The std::format stand-in.
-#include "eval/text_format.h"
+#include "util/text_format.h"
 
 #include <gtest/gtest.h>
 
