@@ -246,6 +246,14 @@ bool random_only_through_dropout(const c10::FunctionSchema& schema) {
 }
 
 // What an operator computes, from its name (docs/OPS.md lists the rules).
+// The name after "::" without its leading underscores and one trailing underscore ("aten::_relu_" -> "relu").
+std::string_view base_name(std::string_view name) {
+  std::string_view base = name.substr(name.find("::") == std::string_view::npos ? 0 : name.find("::") + 2);
+  while (base.starts_with("_")) base.remove_prefix(1);
+  if (base.ends_with("_") && base.size() > 1) base.remove_suffix(1);
+  return base;
+}
+
 std::string categorize(std::string_view base, const c10::OperatorHandle& op) {
   if (seeded_random(op) || contains(base, "dropout") || contains(base, "rand") ||
       any_of(base, {"bernoulli", "normal", "multinomial", "poisson", "uniform", "exponential", "geometric", "cauchy",
@@ -398,10 +406,7 @@ std::vector<Json> crawl_ops() {
     if (!op || !op->hasSchema()) continue;
     const auto& schema = op->schema();
     std::string_view name = op_name.name;
-    std::string_view base = name.substr(name.find("::") == std::string_view::npos ? 0 : name.find("::") + 2);
-    while (base.starts_with("_")) base.remove_prefix(1);
-    if (base.ends_with("_") && base.size() > 1) base.remove_suffix(1);
-
+    std::string_view base = base_name(name);
     std::string category = categorize(base, *op);
     auto tags = tags_of(name, base, schema, *op, category);
     std::string why = why_unusable(name, schema, *op, tags, category);
@@ -419,6 +424,16 @@ std::vector<Json> crawl_ops() {
     records.push_back(std::move(record));
   }
   return records;
+}
+
+std::optional<std::string> op_category(std::string_view qualified) {
+  size_t scope = qualified.find("::");
+  size_t dot = qualified.find('.', scope == std::string_view::npos ? 0 : scope + 2);
+  std::string name(qualified.substr(0, dot));
+  std::string overload(dot == std::string_view::npos ? std::string_view() : qualified.substr(dot + 1));
+  auto op = c10::Dispatcher::singleton().findSchema({name, overload});
+  if (!op) return std::nullopt;
+  return categorize(base_name(name), *op);
 }
 
 std::string summarize_ops(const std::vector<Json>& ops) {

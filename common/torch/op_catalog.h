@@ -2,7 +2,9 @@
 // in LibTorch's dispatcher, classified and marked usable or not for tasks.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "util/jsonl.h"
@@ -21,6 +23,10 @@ bool seeded_random(const c10::OperatorHandle& op);
 /// {kind:"op", name, overload, schema, category, tags, deterministic, usable,
 /// why_unusable?}. The rules are in docs/OPS.md.
 std::vector<Json> crawl_ops();
+
+/// The category (docs/OPS.md) of the operator written "ns::name.overload" ("ns::name" for the default overload) as
+/// a task node names it; nullopt when LibTorch's dispatcher has no such operator.
+std::optional<std::string> op_category(std::string_view qualified);
 
 /// A table of op records per category: category, ops, usable; then a total row.
 std::string summarize_ops(const std::vector<Json>& ops);
