@@ -35,7 +35,7 @@ killed_run() {
 same_records() {
   python3 - "$1" "$2" <<'PY' || fail "$1 and $2 differ"
 import json, re, sys
-TIMED = re.compile(r"(_ms|_us|_s|ms|us|seconds|time|times|samples|speedup|gbps|fraction|rounds_done|calls)$")
+TIMED = re.compile(r"(_ms|_us|_s|ms|us|seconds|time|times|samples|speedup|spread|gbps|fraction|calls)$")
 def strip(value):
     if isinstance(value, dict):
         return {k: strip(v) for k, v in value.items() if not TIMED.search(k)}
@@ -44,7 +44,7 @@ def strip(value):
     return value
 a, b = ([strip(json.loads(line)) for line in open(path) if line.strip()] for path in sys.argv[1:3])
 ids = lambda records: [r.get("id", r.get("task_id")) for r in records]
-assert len(a) == len(b), f"{len(a)} records, {len(b)} records: {ids(a)} {ids(b)}"
+assert a and len(a) == len(b), f"{len(a)} records, {len(b)} records: {ids(a)} {ids(b)}"
 for i, (x, y) in enumerate(zip(a, b)):
     assert x == y, f"record {i + 1} differs: {json.dumps(x)[:300]} / {json.dumps(y)[:300]}"
 PY
