@@ -133,6 +133,7 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
   auto id = string_field(record, "id", "");
   if (!id) return std::unexpected(id.error());
   if (auto program = require_field(record, "program", ""); !program) return std::unexpected(program.error());
+  if (auto seed = task_seed(record); !seed) return std::unexpected(seed.error());
 
   Verdict verdict;
   verdict.record = record;
@@ -171,9 +172,7 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
   }
 
   const at::Device device = device_of(m_options.backend);
-  uint64_t task_seed =
-      record.contains("seed") && record["seed"].is_number_unsigned() ? record["seed"].get<uint64_t>() : 0;
-  const uint64_t seed = task_seed + m_options.seed;
+  const uint64_t seed = task_seed(record).value_or(0) + m_options.seed;  // checked above
   RunProgram run = [&](const std::vector<at::Tensor>& tensors) { return interpreter->run(tensors); };
   // Runs the trial's program on its tensors; the error names the trial.
   auto run_trial = [&](Trial& trial, const std::string& what) -> std::expected<void, std::string> {

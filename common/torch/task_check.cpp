@@ -10,6 +10,13 @@
 
 namespace ca {
 
+std::expected<uint64_t, std::string> task_seed(const Json& record) {
+  auto seed = record.find("seed");
+  if (seed == record.end()) return 0;
+  if (!seed->is_number_unsigned()) return std::unexpected("seed: expected an integer >= 0, got " + seed->dump());
+  return seed->get<uint64_t>();
+}
+
 std::expected<Json, std::string> check_task(const Json& record, const at::Device& fallback) {
   auto kind = string_field(record, "kind", "");
   if (!kind) return std::unexpected(kind.error());
@@ -18,6 +25,7 @@ std::expected<Json, std::string> check_task(const Json& record, const at::Device
   if (!id) return std::unexpected(id.error());
   auto program = require_field(record, "program", "");
   if (!program) return std::unexpected(program.error());
+  if (auto seed = task_seed(record); !seed) return std::unexpected(seed.error());
 
   auto parsed = parse_program(**program, "program");
   if (!parsed) return std::unexpected(parsed.error());
@@ -47,6 +55,7 @@ std::expected<Json, std::string> check_task(const Json& record, const at::Device
 std::expected<TaskProgram, std::string> load_task_program(const Json& task) {
   auto program_json = require_field(task, "program", "task");
   if (!program_json) return std::unexpected(program_json.error());
+  if (auto seed = task_seed(task); !seed) return std::unexpected("task." + seed.error());
   auto program = parse_program(**program_json, "task.program");
   if (!program) return std::unexpected(program.error());
   if (auto files = check_file_inits(*program); !files) return std::unexpected(files.error());

@@ -17,6 +17,10 @@ namespace ca {
 /// Nodes without a meta kernel are shape-checked on `fallback` (Interpreter::infer_shapes).
 std::expected<Json, std::string> check_task(const Json& record, const at::Device& fallback = at::kCPU);
 
+/// The task's "seed" (0 when absent): an integer in [0, 2^64). Anything else ("one", -1, 1.5) is an error
+/// naming the field, never a silent 0.
+std::expected<uint64_t, std::string> task_seed(const Json& record);
+
 /// A task's program, bound and shape-checked, as ca-verify and ca-profile need it before running anything.
 struct TaskProgram {
   Interpreter interpreter;          // interpreter.program() is the parsed program
