@@ -46,7 +46,9 @@ void add_candidate_source_flags(CLI::App& app, CandidateSources& sources, const 
   app.add_option(
       "--workspace", sources.workspace,
       "Instead of records, " + judging + " an agent workspace (task.json + kernels/) and print for the agent");
-  app.add_option("--backend", sources.backend, "Backend of --workspace, and of precompiled baselines: cpu or cuda")
+  app.add_option("--backend", sources.backend,
+                 "Backend of precompiled baselines, and of --workspace when given (default: the one the workspace "
+                 "records): cpu or cuda")
       ->capture_default_str();
 }
 

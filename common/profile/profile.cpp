@@ -21,6 +21,7 @@
 #include "torch/runner_calls.h"
 #include "torch/task_check.h"
 #include "torch/tensors.h"
+#include "util/progress.h"
 #include "verify/candidates.h"
 
 namespace ca {
@@ -33,7 +34,8 @@ using Error = std::unexpected<std::string>;
 constexpr double k_round_output_bytes = double(size_t(512) << 20);
 
 constexpr const char* k_method =
-    "one method for all three: cache flushed (2x L2 or LLC) and device idle before each call; device clock (cuda "
+    "one method for all three: cache flushed (cuda: 2x L2; cpu: what evicts a probe, measured, at most 2x LLC) and "
+    "device idle before each call; device clock (cuda "
     "events) and host clock (to a device-wide sync), the slower where they disagree; fresh inputs every call; "
     "outputs and intermediates in warm memory (the runner's poisoned buffers; the baselines' caching allocators); "
     "first call of each round untimed; rounds interleaved in rotating order, one runner for all; the first round "
@@ -191,8 +193,10 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
                   {"method", k_method},
                   {"precision", tf32_mode_name(options.compiled.tf32)}};
   Phases phases;
+  ProgressSteps progress("profile");  // a terminal sees where a minute goes (issue 24 item 6)
   auto files = candidate_files(candidate);
   if (!files) return failed(profile, "static", files.error());
+  progress.step("building the candidate");
   auto built = build_candidate(*files, options.build);
   phases.mark("build");
   if (!built) return Error(built.error());
@@ -203,6 +207,7 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   static auto* const loaded_baselines = new LoadedBaselines;
   std::shared_ptr<CompiledProgram> compiled;
   if (options.compile) {
+    progress.step("loading the torch.compile baseline (about a minute when it is not cached)");
     auto loaded = loaded_baselines->get(*program, device, baseline_options(options));
     if (loaded) {
       compiled = loaded->program;
@@ -227,6 +232,7 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   profile["floor_us"] = floor;
 
   phases.mark("setup");
+  progress.step("waiting for the device");
   auto lease = DeviceLease::acquire(backend == Backend::cuda ? "cuda0" : "cpu", options.lock_dir, LeaseMode::exclusive);
   if (!lease) return Error(lease.error());
   phases.mark("lease_wait");
@@ -238,6 +244,7 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   } else {
     clock = make_cpu_clock();
   }
+  profile["flush_bytes"] = clock->flush_bytes();
   // Baselines get the candidate's threads (cpu) and, while they are timed, the TF32 mode the record states.
   at::set_num_threads(options.num_threads);
   // Where the TF32 mode changes eager's outputs (cuda, a mode other than none), the candidate is compared with an
@@ -267,6 +274,7 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
     std::vector<uint64_t> seeds;
     for (int i = 0; i <= calls; ++i) seeds.push_back(source.next());
     std::string label = "round " + std::to_string(round + 1) + "/" + std::to_string(options.rounds);
+    progress.step("timing, " + label);
     std::optional<RunnerOutcome> candidate_run;
     std::optional<Timed> eager_run, compiled_run_times;
     // Rotating the order cancels drift (clocks, temperature) between the three.

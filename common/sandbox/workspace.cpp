@@ -132,6 +132,7 @@ std::expected<void, std::string> fill(const fs::path& root, const Json& task_rec
       {"SKILL.md", render_skill_md(task_record, program, backend)},
       {"model.py", render_model_py(program, id)},
       {"task.json", task_record.dump(2, ' ', false, Json::error_handler_t::replace) + "\n"},
+      {"workspace.json", Json{{"backend", std::string(backend)}}.dump(2) + "\n"},
       {"include/ca_kernel.h", *header},
   };
   for (const auto& [name, text] : files) {
@@ -151,6 +152,24 @@ std::string sanitize_id(std::string_view id) {
   }
   if (name.empty() || name == "." || name == "..") name = "_" + name;
   return name;
+}
+
+std::expected<std::string, std::string> workspace_backend(const std::string& dir) {
+  std::string path = (fs::path(dir) / "workspace.json").string();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::string();
+  auto text = read_file(path);
+  if (!text) return std::unexpected(text.error());
+  auto json = parse_json(*text);
+  if (!json) return std::unexpected(path + ": " + json.error());
+  if (!json->is_object()) return std::unexpected(path + ": expected a JSON object");
+  auto backend = string_field(*json, "backend", "");
+  if (!backend) return std::unexpected(path + ": " + backend.error());
+  if (std::find(std::begin(k_workspace_backends), std::end(k_workspace_backends), *backend) ==
+      std::end(k_workspace_backends)) {
+    return std::unexpected(path + ": backend: must be one of 'cuda', 'cpu', got '" + *backend + "'");
+  }
+  return *backend;
 }
 
 std::string render_skill_md(const Json& task_record, const Program& program, std::string_view backend) {

@@ -24,6 +24,11 @@ inline constexpr std::string_view k_workspace_backends[] = {"cuda", "cpu"};
 std::expected<void, std::string> create_workspace(const Json& task_record, const std::string& dir,
                                                   std::string_view backend);
 
+/// The backend a workspace was written for, from its workspace.json ({"backend": "cuda"}, written by
+/// create_workspace), so that ca-verify and ca-profile judge it as SKILL.md told the agent to write it. "" for a
+/// workspace made before workspace.json existed; an error names the file and field.
+std::expected<std::string, std::string> workspace_backend(const std::string& dir);
+
 /// The SKILL.md of a workspace: the task, the ABI with a worked example for
 /// `backend`, this task's inputs and outputs in ABI order, the tolerances, what
 /// is forbidden, and the verify and profile commands.

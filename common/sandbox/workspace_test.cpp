@@ -115,6 +115,25 @@ TEST_F(WorkspaceTest, RefusesANonEmptyDirectoryAndLeavesNothingBehind) {
   EXPECT_TRUE(fs::exists(m_root / "empty" / "SKILL.md"));
 }
 
+TEST_F(WorkspaceTest, RecordsItsBackendForTheJudgingTools) {
+  for (std::string backend : {"cuda", "cpu"}) {
+    auto created = create_workspace(m_task, (m_root / backend).string(), backend);
+    ASSERT_TRUE(created) << created.error();
+    auto recorded = workspace_backend((m_root / backend).string());
+    ASSERT_TRUE(recorded) << recorded.error();
+    EXPECT_EQ(*recorded, backend);
+  }
+  // A workspace made before workspace.json existed: no backend recorded, the tools fall back to their default.
+  fs::remove(m_root / "cpu" / "workspace.json");
+  auto old = workspace_backend((m_root / "cpu").string());
+  ASSERT_TRUE(old);
+  EXPECT_EQ(*old, "");
+  std::ofstream(m_root / "cpu" / "workspace.json") << R"({"backend": "opencl"})";
+  auto bad = workspace_backend((m_root / "cpu").string());
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().find("workspace.json: backend: must be one of"), std::string::npos) << bad.error();
+}
+
 TEST(WorkspaceIdTest, SanitizesIdsIntoDirectoryNames) {
   EXPECT_EQ(sanitize_id("example/linear_leaky_relu"), "example_linear_leaky_relu");
   EXPECT_EQ(sanitize_id("L1-19.relu"), "L1-19.relu");

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,9 +40,43 @@ size_t last_level_cache_bytes() {
   return size_t(32) << 20;
 }
 
+// Bytes one flush writes (see choose_flush_bytes), measured once a process: the runner and the tools each make
+// clocks, and the answer is the machine's.
+size_t measured_flush_bytes() {
+  static const size_t bytes = [] {
+    const size_t cap = std::min(2 * last_level_cache_bytes(), k_max_cpu_flush_bytes);
+    const size_t probe_bytes = std::min(k_flush_probe_bytes, cap / 2);
+    std::vector<uint8_t> probe(probe_bytes, 1), sweep(cap, 0);
+    uint8_t round = 0;
+    volatile uint64_t sink = 0;
+    // Touch the probe (as a call's inputs are touched before the flush), write `flush` bytes, time a read of it.
+    auto probe_us = [&](size_t flush) {
+      double best = 0;
+      for (int repeat = 0; repeat < 3; ++repeat) {  // the least of three: an interrupt only ever adds time
+        uint64_t sum = 0;
+        for (size_t i = 0; i < probe.size(); i += 64) sum += probe[i];
+        std::memset(sweep.data(), int(++round), flush);
+        auto start = Steady::now();
+        for (size_t i = 0; i < probe.size(); i += 64) sum += probe[i];
+        double us = micros(Steady::now() - start);
+        sink = sink + sum;
+        best = repeat == 0 ? us : std::min(best, us);
+      }
+      return best;
+    };
+    // The largest of three choices: on a shared machine a neighbour's burst can make one ladder look evicted early.
+    size_t chosen = 0;
+    for (int ladder = 0; ladder < 3; ++ladder) {
+      chosen = std::max(chosen, choose_flush_bytes(probe_us, probe_bytes, cap));
+    }
+    return chosen;
+  }();
+  return bytes;
+}
+
 class CpuClock final : public CallClock {
  public:
-  CpuClock() : m_flush(2 * last_level_cache_bytes()) {}
+  CpuClock() : m_flush(measured_flush_bytes()) {}
 
   void prepare() override {
     // A new value each time, so the stores cannot be elided or skipped by a clever memset.
@@ -63,6 +98,18 @@ class CpuClock final : public CallClock {
 };
 
 }  // namespace
+
+size_t choose_flush_bytes(const std::function<double(size_t)>& probe_us, size_t probe_bytes, size_t cap) {
+  const double hot = probe_us(0), cold = probe_us(cap);
+  // No clear difference between a probe in the cache and one flushed out: nothing to size by, so the cap.
+  if (!(cold > 1.5 * hot)) return cap;
+  for (size_t flush = 2 * probe_bytes; flush < cap; flush *= 2) {
+    // Evicted: the read costs most of what it costs after the full flush. Twice that, as a margin for a cache
+    // whose replacement is not strict LRU.
+    if (probe_us(flush) >= hot + 0.75 * (cold - hot)) return std::min(cap, 2 * flush);
+  }
+  return cap;
+}
 
 std::unique_ptr<CallClock> make_cpu_clock() {
   return std::make_unique<CpuClock>();

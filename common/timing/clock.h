@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <expected>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -40,8 +41,20 @@ class CallClock {
   virtual size_t flush_bytes() const = 0;
 };
 
-/// Host clock and a flush of twice cpu0's last-level cache (sysfs, else 32 MiB assumed).
+/// Host clock and a flush sized by what it takes to evict what a call touched before it: measured once a process
+/// (choose_flush_bytes over a probe of k_flush_probe_bytes), at most twice cpu0's last-level cache as sysfs reports
+/// it (else 32 MiB assumed) and k_max_cpu_flush_bytes. sysfs may report far more than one core can fill (480 MiB on
+/// one VM, about 1 GB written before every timed call).
 std::unique_ptr<CallClock> make_cpu_clock();
+
+inline constexpr size_t k_flush_probe_bytes = size_t(1) << 20;
+inline constexpr size_t k_max_cpu_flush_bytes = size_t(1) << 30;
+
+/// The flush of the cpu clock: `probe_us(f)` is the time to read back a probe of `probe_bytes` touched before `f`
+/// bytes were written. Returns twice the smallest f of 2, 4, 8... x probe_bytes after which the read costs at least
+/// three quarters of the way from the unflushed read (f = 0) to the read after `cap`; `cap` when no f below it
+/// does, or when the cap's flush does not slow the read by half (nothing to size by).
+size_t choose_flush_bytes(const std::function<double(size_t)>& probe_us, size_t probe_bytes, size_t cap);
 /// CUDA events on `stream` (a cudaStream_t; NULL is the legacy default stream, where LibTorch queues its work) of
 /// device `device_index`, and a flush of twice its L2. Fails when this build has no CUDA or the device cannot be used.
 std::expected<std::unique_ptr<CallClock>, std::string> make_cuda_clock(int device_index, void* stream);

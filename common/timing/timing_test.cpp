@@ -28,14 +28,35 @@ namespace {
 
 TEST(ClockTest, CpuClockTimesTheRegionAndFlushesTwiceACache) {
   auto clock = make_cpu_clock();
-  EXPECT_GE(clock->flush_bytes(), size_t(2) << 20);
-  EXPECT_LE(clock->flush_bytes(), size_t(1) << 30) << "a flush of cpu0's cache, not the machine's sum of slices";
+  EXPECT_GE(clock->flush_bytes(), size_t(4) << 20);
+  EXPECT_LE(clock->flush_bytes(), k_max_cpu_flush_bytes) << "a flush of cpu0's cache, not the machine's sum of slices";
   clock->prepare();
   clock->start();
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ClockSample sample = clock->stop();
   EXPECT_GE(sample.host_us, 20000.0);
   EXPECT_EQ(sample.device_us, sample.host_us);
+}
+
+// A cache one core can fill with 32 MiB, on a machine whose sysfs reports 480 MiB (issue 24 item 6): the flush is
+// sized by the eviction it measures, not by the report.
+TEST(ClockTest, CpuFlushIsSizedByWhatEvictsTheProbe) {
+  const size_t mib = size_t(1) << 20, cap = 960 * mib;
+  std::vector<size_t> asked;
+  auto probe = [&](size_t flush) {
+    asked.push_back(flush);
+    return flush >= 32 * mib ? 100.0 : flush >= 16 * mib ? 60.0 : 10.0;
+  };
+  EXPECT_EQ(choose_flush_bytes(probe, mib, cap), 64 * mib);
+  EXPECT_EQ(asked.front(), 0u);
+  EXPECT_EQ(asked.back(), 32 * mib) << "the ladder stops at the first flush that evicts";
+  // Partly evicted (60 of 10..100) is not enough: three quarters of the way is.
+  EXPECT_EQ(choose_flush_bytes([&](size_t f) { return f >= 16 * mib ? 80.0 : 10.0; }, mib, cap), 32 * mib);
+  // Nothing tells a flushed probe from one in the cache, or nothing below the cap evicts: the cap.
+  EXPECT_EQ(choose_flush_bytes([](size_t) { return 10.0; }, mib, cap), cap);
+  EXPECT_EQ(choose_flush_bytes([&](size_t f) { return f >= cap ? 100.0 : 10.0; }, mib, cap), cap);
+  // Never more than the cap.
+  EXPECT_EQ(choose_flush_bytes([&](size_t f) { return f >= 512 * mib ? 100.0 : 10.0; }, mib, cap), cap);
 }
 
 TEST(ClockTest, TheHostClockCountsWhereWorkEscapedTheDeviceClock) {

@@ -26,4 +26,18 @@ void Progress::tick(std::string_view detail) {
   std::fputs(line.c_str(), stderr);
 }
 
+ProgressSteps::ProgressSteps(std::string label)
+    : m_label(std::move(label)), m_enabled(isatty(STDERR_FILENO) && log_level() != LogLevel::quiet) {}
+
+ProgressSteps::~ProgressSteps() {
+  if (m_drawn) std::fputs("\r\033[K", stderr);
+}
+
+void ProgressSteps::step(std::string_view what) {
+  if (!m_enabled) return;
+  std::string line = "\r\033[K" + std::string(tool_name()) + ": " + m_label + ": " + std::string(what) + "...";
+  std::fputs(line.c_str(), stderr);
+  m_drawn = true;
+}
+
 }  // namespace ca

@@ -24,4 +24,18 @@ class Progress {
   std::chrono::steady_clock::time_point m_last_draw;
 };
 
+/// The step a long single job is in ("building", "round 2/5"), on one line of a terminal's stderr that the next step
+/// replaces; `done` clears it. Nothing when stderr is not a terminal or the tool is quiet, so logs stay clean.
+class ProgressSteps {
+ public:
+  explicit ProgressSteps(std::string label);
+  ~ProgressSteps();
+  void step(std::string_view what);
+
+ private:
+  std::string m_label;
+  bool m_enabled;
+  bool m_drawn = false;
+};
+
 }  // namespace ca

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "sandbox/workspace.h"
 #include "util/atomic_file.h"
 #include "util/cli.h"
 #include "util/json_field.h"
@@ -127,6 +128,31 @@ ExitCode judge_workspace(const std::string& dir, const std::string& backend_name
 
 std::string implied_workspace(const std::vector<std::string>& inputs) {
   return inputs.empty() && isatty(STDIN_FILENO) && access("task.json", F_OK) == 0 ? "." : "";
+}
+
+std::optional<ExitCode> settle_workspace(const std::vector<std::string>& inputs, std::string& workspace,
+                                         std::string& backend, bool backend_given) {
+  if (!workspace.empty() && !inputs.empty()) {
+    return usage_error("--workspace judges the workspace and reads no records, so '" + inputs.front() +
+                       "' would be ignored: give FILE... or --workspace, not both");
+  }
+  if (workspace.empty()) workspace = implied_workspace(inputs);
+  if (workspace.empty()) {
+    if (inputs.empty() && isatty(STDIN_FILENO)) {
+      note(
+          "reading candidate records (JSONL) from standard input, a terminal; end with Ctrl-D. To judge an agent "
+          "workspace, run this inside it (a folder with task.json) or give --workspace DIR");
+    }
+    return std::nullopt;
+  }
+  if (backend_given) return std::nullopt;
+  auto recorded = workspace_backend(workspace);
+  if (!recorded) {
+    error(recorded.error());
+    return ExitCode::data_error;
+  }
+  if (!recorded->empty()) backend = *recorded;
+  return std::nullopt;
 }
 
 }  // namespace ca

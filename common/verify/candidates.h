@@ -5,12 +5,13 @@
 #include <expected>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "ir/backend.h"
 #include "util/exit_codes.h"
-#include "util/jsonl.h"
 #include "util/journal.h"
+#include "util/jsonl.h"
 #include "util/side_file.h"
 
 namespace ca {
@@ -50,5 +51,12 @@ ExitCode judge_workspace(const std::string& dir, const std::string& backend, con
 /// The workspace a tool run with no arguments should judge: "." when standard input is a terminal and the current
 /// directory holds task.json; "" otherwise.
 std::string implied_workspace(const std::vector<std::string>& inputs);
+
+/// Settles what a judging tool reads, after its flags are parsed: `workspace` with FILE arguments is a usage error
+/// (64; the files would be ignored); with no `workspace`, implied_workspace's; a workspace's `backend` is the one its
+/// workspace.json records unless --backend was given (65 for a bad workspace.json); with neither, records from a
+/// standard input that is a terminal get a note that says what the tool waits for. Returns the code to stop with.
+std::optional<ExitCode> settle_workspace(const std::vector<std::string>& inputs, std::string& workspace,
+                                         std::string& backend, bool backend_given);
 
 }  // namespace ca

@@ -10,6 +10,7 @@
 #include "torch/task_check.h"
 #include "torch/tensors.h"
 #include "util/atomic_file.h"
+#include "util/progress.h"
 #include "verify/candidates.h"
 
 namespace ca {
@@ -37,6 +38,8 @@ std::expected<Json, std::string> verify_candidate(const Json& task, const Json& 
   auto files = candidate_files(candidate);
   if (!files) return verdict(false, "static", files.error());
 
+  ProgressSteps progress("verify");  // a terminal sees where the time goes (issue 24 item 6)
+  progress.step("building the candidate");
   auto built = build_candidate(*files, options.build);
   if (!built) return Error(built.error());
   Json result = verdict(true, "", "");
@@ -59,9 +62,11 @@ std::expected<Json, std::string> verify_candidate(const Json& task, const Json& 
   RunnerOptions runner{options.build.backend, options.limits, options.runner, options.num_threads};
   // Shared: trials may run together, but not while a profile times on the device (a spinning trial would skew it).
   // Held to the end, through the reference runs. The build above happens outside it.
+  progress.step("waiting for the device");
   auto lease = DeviceLease::acquire(options.build.backend == Backend::cuda ? "cuda0" : "cpu", options.lock_dir,
                                     LeaseMode::shared);
   if (!lease) return Error(lease.error());
+  progress.step("running " + std::to_string(calls.size()) + " trials");
   auto ran = run_in_runner(*program, *shapes, built->library, calls, runner);
   if (!ran) return Error(ran.error());
   if (!ran->load_error.empty()) {

@@ -7,7 +7,7 @@ export CA_LOCK_DIR=$WORK
 fast=(--tasks "$dir/tasks.jsonl" --no-compile --rounds 2)
 
 # The agent's line, inside a workspace.
-"$CA_BIN/ca-sandbox" create "$dir/tasks.jsonl" --dir "$WORK/ws" --id example/relu_rand >/dev/null
+"$CA_BIN/ca-sandbox" create "$dir/tasks.jsonl" --dir "$WORK/ws" --id example/relu_rand --backend cpu >/dev/null
 ws=$WORK/ws/example_relu_rand
 cp "$dir/relu_rand__correct.cpp" "$ws/kernels/relu.cpp"
 run "$CA_BIN/ca-profile" --workspace "$ws" --no-compile --rounds 2 --min-ms 2

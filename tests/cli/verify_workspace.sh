@@ -5,7 +5,7 @@
 dir=$CA_SOURCE_DIR/examples/candidates/cpu
 export CA_LOCK_DIR=$WORK
 
-run "$CA_BIN/ca-sandbox" create "$dir/tasks.jsonl" --dir "$WORK/ws" --id example/relu_rand
+run "$CA_BIN/ca-sandbox" create "$dir/tasks.jsonl" --dir "$WORK/ws" --id example/relu_rand --backend cpu
 expect_code 0
 ws=$WORK/ws/example_relu_rand
 [ -f "$ws/SKILL.md" ] && [ -f "$ws/model.py" ] && [ -f "$ws/task.json" ] || fail "workspace incomplete"

@@ -60,7 +60,8 @@ int main(int argc, char** argv) try {
   }
   Judge profile = profile_judge(options);
   // Inside a workspace, plain `ca-profile` times it.
-  if (sources.workspace.empty()) sources.workspace = implied_workspace(inputs);
+  if (auto code = settle_workspace(inputs, sources.workspace, sources.backend, app.count("--backend") > 0))
+    return to_int(*code);
   if (!sources.workspace.empty())
     return to_int(judge_workspace(sources.workspace, sources.backend, profile, agent_profile_line));
   return to_int(judge_records(inputs, output, sources.tasks, fail_fast, "profile", profile, 1, cli.journal_options()));

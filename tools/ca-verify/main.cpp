@@ -32,7 +32,8 @@ int main(int argc, char** argv) try {
 
   Judge verify = verify_judge(options);
   // Inside a workspace, plain `ca-verify` checks it.
-  if (sources.workspace.empty()) sources.workspace = implied_workspace(inputs);
+  if (auto code = settle_workspace(inputs, sources.workspace, sources.backend, app.count("--backend") > 0))
+    return to_int(*code);
   if (!sources.workspace.empty())
     return to_int(judge_workspace(sources.workspace, sources.backend, verify, agent_report));
   return to_int(judge_records(inputs, output, sources.tasks, fail_fast, "verify", verify, cli.common().jobs,
