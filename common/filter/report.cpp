@@ -181,22 +181,27 @@ Json runtime_section(const std::vector<ReportTask>& tasks, double lo, double hi,
     if (v <= 0) return 0;
     return std::clamp(int(std::floor(std::log10(v) * k_bins_per_decade)) - first, 0, last - first - 1);
   };
-  std::vector<std::string> labels;
-  for (int b = first; b < last; ++b) {
-    // Decade edges only: a label for every bin would overlap.
-    labels.push_back(b % k_bins_per_decade == 0 ? format_text("{:g}", std::pow(10.0, b / k_bins_per_decade)) : "");
+  // Bins are labelled at their edges by ticks at each decade, so that a tick and a window edge line up.
+  std::vector<std::string> labels(size_t(last - first));
+  auto at = [&](double ms) { return std::log10(ms) * k_bins_per_decade - first; };
+  std::vector<ChartMarker> markers;
+  for (int b = first; b <= last; ++b) {
+    if (b % k_bins_per_decade == 0) {
+      double ms = std::pow(10.0, b / k_bins_per_decade);
+      markers.push_back({at(ms), format_text("{:g}", ms), true});
+    }
   }
+  markers.push_back({at(lo), format_text("{:g} ms", lo)});
+  markers.push_back({at(hi), format_text("{:g} ms", hi)});
   ChartSeries eager_series{"eager", k_blue, std::vector<double>(labels.size())},
       compile_series{"torch.compile", k_orange, std::vector<double>(labels.size())};
   for (double v : eager) eager_series.values[size_t(bin_of(v))] += 1;
   for (double v : compiled) compile_series.values[size_t(bin_of(v))] += 1;
   std::vector<ChartSeries> series = {eager_series};
   if (!compiled.empty()) series.push_back(compile_series);
-  auto at = [&](double ms) { return std::log10(ms) * k_bins_per_decade - first; };
   figure = bar_chart(format_text("Eager runtime ({} of {} tasks timed; window {:g}-{:g} ms dashed)", eager.size(),
                                  tasks.size(), lo, hi),
-                     labels, series, "tasks", "ms per call, log scale (quarter-decade bins, decades labelled)",
-                     {{at(lo), format_text("{:g} ms", lo)}, {at(hi), format_text("{:g} ms", hi)}});
+                     labels, series, "tasks", "ms per call, log scale (quarter-decade bins)", markers);
   Json out = {
       {"window_ms", {lo, hi}}, {"untimed", tasks.size() - eager.size()}, {"eager_ms", runtime_stats(eager, lo, hi)}};
   if (!compiled.empty()) {

@@ -102,6 +102,13 @@ std::string bar_chart(const std::string& title, const std::vector<std::string>& 
   }
   for (const ChartMarker& marker : markers) {
     double x = k_left + group_w * marker.at;
+    if (marker.tick) {
+      body += format_text(
+          "<line class=\"tick\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"#333\"/><text x=\"{:.1f}\" "
+          "y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
+          x, x, k_top + plot_h, k_top + plot_h + 4, x, k_height - k_bottom + 14, html_escape(marker.label));
+      continue;
+    }
     body += format_text(
         "<line class=\"marker\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"#d62728\" "
         "stroke-dasharray=\"4 3\"/><text x=\"{:.1f}\" y=\"{}\" font-size=\"10\" fill=\"#d62728\" "

@@ -14,11 +14,13 @@ struct ChartSeries {
   std::vector<double> values;
 };
 
-/// A vertical dashed line across a bar chart, labelled at its top. `at` counts category slots from the left edge:
-/// 0 is the left edge of the first category, 1 the boundary between the first and the second.
+/// A vertical dashed line across a bar chart, labelled at its top; or, with `tick`, an axis tick labelled below the
+/// axis (for bins whose edges, not centres, carry the values). `at` counts category slots from the left edge: 0 is
+/// the left edge of the first category, 1 the boundary between the first and the second.
 struct ChartMarker {
   double at = 0;
   std::string label;
+  bool tick = false;
 };
 
 /// `text` with < > & " escaped, for HTML and SVG text.
