@@ -12,6 +12,9 @@ TORCH_STAMP := $(VENV)/.torch-$(TORCH_VERSION)
 # transformers' models/ tree is what `ca-crawl modules` crawls for the paper's module records (pure Python).
 TRANSFORMERS_VERSION := 5.17.0
 TRANSFORMERS_STAMP := $(VENV)/.transformers-$(TRANSFORMERS_VERSION)
+# einops: KernelBench's own problems import it, so the importer's bridge must have it (pure Python).
+EINOPS_VERSION := 0.8.2
+EINOPS_STAMP := $(VENV)/.einops-$(EINOPS_VERSION)
 
 .PHONY: all deps venv configure build test sanitize sanitize-thread bench demo install clean
 
@@ -32,9 +35,13 @@ $(TRANSFORMERS_STAMP): $(TORCH_STAMP)
 	$(VENV)/bin/pip install --quiet transformers==$(TRANSFORMERS_VERSION)
 	touch $@
 
-venv: $(TORCH_STAMP) $(TRANSFORMERS_STAMP)
+$(EINOPS_STAMP): $(TORCH_STAMP)
+	$(VENV)/bin/pip install --quiet einops==$(EINOPS_VERSION)
+	touch $@
 
-$(BUILD)/build.ninja: $(TORCH_STAMP) $(TRANSFORMERS_STAMP) CMakeLists.txt
+venv: $(TORCH_STAMP) $(TRANSFORMERS_STAMP) $(EINOPS_STAMP)
+
+$(BUILD)/build.ninja: $(TORCH_STAMP) $(TRANSFORMERS_STAMP) $(EINOPS_STAMP) CMakeLists.txt
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS) \
 	  -DCMAKE_PREFIX_PATH="$$($(PYTHON) -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
 

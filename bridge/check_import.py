@@ -110,7 +110,13 @@ def eager_outputs(record, inputs, device):
             try:
                 target = model.get_buffer(source["key"])
             except AttributeError:
-                continue  # a constant that forward makes itself
+                # A tensor kept as a plain attribute (an RNN's initial hidden state), lifted as a constant; else a
+                # constant that forward makes itself.
+                owner_name, _, attribute = source["key"].rpartition(".")
+                owner = model.get_submodule(owner_name) if owner_name else model
+                target = getattr(owner, attribute, None)
+                if not isinstance(target, torch.Tensor):
+                    continue
         with torch.no_grad():
             target.copy_(value)
     with torch.device("meta"):

@@ -16,7 +16,22 @@ Scaling (--scale S, default 1: none): each module-level assignment whose
 right side holds only number literals (with arithmetic and tuples) binds its
 integers v >= 16 as max(16, v // S); integers below 16 (kernel sizes, strides,
 dims) and assignments that use other names (`groups = in_channels`) are left
-as written, so the latter follow the scaled sizes.
+as written, so the latter follow the scaled sizes. S is a ceiling: a problem
+that fails at S (a pooling output of size 0, an image size that no longer
+matches a patch size) is tried at S-1, S-2, ... down to 1, and its record
+holds the scale it was imported at; one the IR cannot express (Unsupported)
+or that does not parse is not tried again.
+
+State: a forward that updates buffers (an RNN's hidden state kept between
+calls, `self.h.copy_(h)`) or its inputs in place is imported as one call
+from the initial state: the task's outputs are forward's return values, and
+the updates, which only a later call could see, are dropped (the record's
+`state_updates` names them). Tensors kept as plain attributes are lifted
+constants, written with the params.
+
+Literals: infinities and NaN (`masked_fill(mask, float("-inf"))`) are
+written as {"float": "-inf"}, {"float": "inf"}, {"float": "nan"}
+(docs/IR.md, Arguments).
 
 Input distributions come from watching get_inputs() run: a tensor returned
 straight from torch.rand / randn / randint / ones / zeros / full (or their
@@ -189,8 +204,10 @@ def convert_literal(value, where):
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
-            raise Unsupported(f"{where}: the literal {value} has no JSON form")
+        if value != value:
+            return {"float": "nan"}
+        if value in (float("inf"), float("-inf")):
+            return {"float": "inf" if value > 0 else "-inf"}
         return value
     if isinstance(value, str):
         return "%" + value if value.startswith("%") else value
@@ -282,9 +299,24 @@ def problem_id(level, stem):
     return f"kernelbench-level{level}-{stem}" if level is not None else f"kernelbench-{stem}"
 
 
-def import_problem(path, level, args):
+def import_at_largest_scale(path, level, args):
+    """Imports the problem at the largest scale <= args.scale that works (--scale is a ceiling). A failure scale
+    cannot cause (Unsupported, a syntax error) is raised at once; otherwise the error at args.scale is, once every
+    scale down to 1 failed."""
+    first_error = None
+    for scale in range(args.scale, 0, -1):
+        try:
+            return import_problem(path, level, args, scale)
+        except Exception as error:
+            first_error = first_error or error
+            if isinstance(error, Unsupported) or getattr(error, "import_stage", None) == "syntax":
+                raise first_error
+    raise first_error
+
+
+def import_problem(path, level, args, scale):
     with stage("load"):
-        problem = load_problem(path, args.scale)
+        problem = load_problem(path, scale)
         origins = InputOrigins()
         with torch.device("meta"), origins:
             example = list(problem.get_inputs())
@@ -307,6 +339,7 @@ def import_problem(path, level, args):
     params_path = str(Path(args.params_dir) / (problem_id(level, Path(path).stem) + ".safetensors"))
     weights = {}
     derived = {}
+    state_updates = []
     placeholders = [n for n in exported.graph.nodes if n.op == "placeholder"]
     user_inputs = iter(tensors)
     for spec, node in zip(exported.graph_signature.input_specs, placeholders):
@@ -335,10 +368,13 @@ def import_problem(path, level, args):
         if node.op == "call_function":
             translator.call(node)
         elif node.op == "output":
-            kinds = {spec.kind.name for spec in exported.graph_signature.output_specs}
-            if kinds != {"USER_OUTPUT"}:
-                raise Unsupported(f"forward updates state ({', '.join(sorted(kinds - {'USER_OUTPUT'}))})")
-            for value in node.args[0]:
+            for spec, value in zip(exported.graph_signature.output_specs, node.args[0]):
+                kind = spec.kind.name
+                if kind in ("BUFFER_MUTATION", "USER_INPUT_MUTATION"):
+                    state_updates.append(spec.target)  # seen only by a later call: one call from the initial state
+                    continue
+                if kind != "USER_OUTPUT":
+                    raise Unsupported(f"forward returns {kind}, which a task cannot express")
                 if not isinstance(value, torch.fx.Node):
                     raise Unsupported(f"forward returns {value!r}, not a tensor")
                 program["outputs"].append(translator.refs[value].removeprefix("%"))
@@ -346,9 +382,11 @@ def import_problem(path, level, args):
     Path(args.params_dir).mkdir(parents=True, exist_ok=True)
     save_file(weights, params_path)
     record = {"kind": "task", "id": problem_id(level, Path(path).stem), "source": "kernelbench", "level": level,
-              "name": Path(path).stem, "file": str(path), "scale": args.scale, "program": program}
+              "name": Path(path).stem, "file": str(path), "scale": scale, "program": program}
     if derived:
         record["derived_inputs"] = derived
+    if state_updates:
+        record["state_updates"] = state_updates
     return record
 
 
@@ -385,7 +423,7 @@ def main():
                 print(json.dumps({"kind": "skipped", "file": str(path)}), flush=True)
                 continue
             try:
-                record = import_problem(path, level, args)
+                record = import_at_largest_scale(path, level, args)
             except Exception as error:  # any failure becomes the problem's record, and the run goes on
                 message = f"{type(error).__name__}: {error}".strip().splitlines()[0][:500]
                 if not isinstance(error, Unsupported):

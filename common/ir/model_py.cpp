@@ -262,6 +262,7 @@ std::string py_value(const Json& value, const PyNames& names) {
       return out + "]";
     }
     case Json::value_t::object: {
+      if (auto special = parse_special_float(value)) return py_float(*special);
       std::string out = "{";
       for (auto it = value.begin(); it != value.end(); ++it) {
         out += (it == value.begin() ? "" : ", ") + py_string(it.key()) + ": " + py_value(it.value(), names);
@@ -402,7 +403,7 @@ std::string render_model_py(const Program& program, std::string_view title) {
   for (const auto& node : program.nodes) {
     out += "        ";
     for (size_t k = 0; k < node.outputs.size(); ++k) out += (k > 0 ? ", " : "") + names.id(node.outputs[k]);
-    out += " = " + py_call(node, names) + "\n";
+    out += (node.outputs.empty() ? "" : " = ") + py_call(node, names) + "\n";  // an op that returns nothing
   }
   out += "        return ";
   for (size_t i = 0; i < program.outputs.size(); ++i) out += (i > 0 ? ", " : "") + py_output(program.outputs[i], names);

@@ -103,6 +103,17 @@ TEST(ModelPyTest, RendersFloatsWithDecimalPointAndSpecialValues) {
             "y = torch.ops.aten.clamp.default(x, 1.0, 1e+300, float('inf'), float('nan'), 2)");
 }
 
+TEST(ModelPyTest, RendersNonFiniteLiteralsAndNodesThatReturnNothing) {
+  Program program = parse(R"({"inputs": [{"name": "x", "dtype": "float32", "shape": [2]}],
+    "nodes": [{"op": "aten::_assert_tensor_metadata", "args": ["%x"], "out": []},
+              {"op": "aten::clamp", "args": ["%x", {"float": "-inf"}, {"float": "inf"}], "out": ["y"]},
+              {"op": "aten::nan_to_num", "args": ["%y", {"float": "nan"}], "out": ["z"]}], "outputs": ["z"]})");
+  std::string text = render_model_py(program, "t");
+  EXPECT_EQ(line_with(text, "aten._assert"), "torch.ops.aten._assert_tensor_metadata.default(x)");
+  EXPECT_EQ(line_with(text, "aten.clamp"), "y = torch.ops.aten.clamp.default(x, float('-inf'), float('inf'))");
+  EXPECT_EQ(line_with(text, "aten.nan_to_num"), "z = torch.ops.aten.nan_to_num.default(y, float('nan'))");
+}
+
 TEST(ModelPyTest, RendersListElementReference) {
   std::string text = render_node(R"({"op": "aten::split.Tensor", "args": ["%x", 1, 1], "out": ["xs"]},
                                     {"op": "aten::mul.Tensor", "args": ["%xs[0]", "%xs[2]"], "out": ["y"]})",

@@ -1,6 +1,7 @@
 #include "ir/program.h"
 
 #include <array>
+#include <limits>
 #include <set>
 
 #include "util/json_field.h"
@@ -189,7 +190,9 @@ std::expected<Node, std::string> parse_node(const Json& json, std::string_view p
   auto out_path = field_path(path, "out");
   auto out = require_field(json, "out", path);
   if (!out) return Error(out.error());
-  if (!(*out)->is_array() || (*out)->empty()) return Error(out_path + ": expected a non-empty list of names");
+  // Empty for an op that returns nothing (aten::_assert_tensor_metadata, which torch.export records for `.to`);
+  // binding checks the count against the schema.
+  if (!(*out)->is_array()) return Error(out_path + ": expected a list of names");
   for (size_t i = 0; i < (*out)->size(); ++i) {
     auto name = as_string((**out)[i], index_path(out_path, i));
     if (!name) return Error(name.error());
@@ -236,6 +239,17 @@ std::pair<std::string, std::string> split_op_name(std::string_view qualified) {
   std::string overload(qualified.substr(dot + 1));
   if (overload == "default") overload.clear();
   return {std::string(qualified.substr(0, dot)), overload};
+}
+
+std::optional<double> parse_special_float(const Json& arg) {
+  if (!arg.is_object() || arg.size() != 1) return std::nullopt;
+  auto it = arg.find("float");
+  if (it == arg.end() || !it->is_string()) return std::nullopt;
+  const auto& text = it->get_ref<const std::string&>();
+  if (text == "inf") return std::numeric_limits<double>::infinity();
+  if (text == "-inf") return -std::numeric_limits<double>::infinity();
+  if (text == "nan") return std::numeric_limits<double>::quiet_NaN();
+  return std::nullopt;
 }
 
 std::optional<Ref> parse_ref(const Json& arg) {

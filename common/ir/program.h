@@ -58,6 +58,10 @@ struct Ref {
 /// Returns the reference that `arg` spells, or nullopt when it is a literal.
 std::optional<Ref> parse_ref(const Json& arg);
 
+/// The value of a non-finite float literal, which JSON numbers cannot hold: {"float": "inf"}, {"float": "-inf"} or
+/// {"float": "nan"} (docs/IR.md, Arguments); nullopt for anything else.
+std::optional<double> parse_special_float(const Json& arg);
+
 /// Parses and structurally checks a program: names, dtypes, shapes, inits,
 /// and that every reference names an input, a param or an earlier output.
 /// `path` prefixes error messages ("program.nodes[2].args[0]: ...").

@@ -98,8 +98,9 @@ std::expected<ArgRecipe, std::string> bind_scalar_list(const c10::Argument& argu
 bool is_int(const Json& j) {
   return j.is_number_integer();
 }
-bool is_number(const Json& j) {
-  return j.is_number();
+// A float list's element: a number, or a non-finite literal ({"float": "-inf"}) read as its value.
+bool is_float_item(const Json& j) {
+  return j.is_number() || parse_special_float(j).has_value();
 }
 bool is_bool(const Json& j) {
   return j.is_boolean();
@@ -140,8 +141,18 @@ std::expected<ArgRecipe, std::string> bind_literal(const c10::Argument& argument
         case c10::TypeKind::IntType:
         case c10::TypeKind::SymIntType:
           return bind_scalar_list<int64_t>(argument, given, path, "a list of integers", is_int);
-        case c10::TypeKind::FloatType:
-          return bind_scalar_list<double>(argument, given, path, "a list of numbers", is_number);
+        case c10::TypeKind::FloatType: {
+          // nlohmann's numbers hold infinities and NaN in memory, so the literals become plain numbers here.
+          Json numbers = given;
+          if (numbers.is_array()) {
+            for (auto& item : numbers) {
+              if (auto special = parse_special_float(item)) item = *special;
+            }
+          } else if (auto special = parse_special_float(numbers)) {
+            numbers = *special;
+          }
+          return bind_scalar_list<double>(argument, numbers, path, "a list of numbers", is_float_item);
+        }
         case c10::TypeKind::BoolType:
           return bind_scalar_list<bool>(argument, given, path, "a list of booleans", is_bool);
         default:
@@ -154,6 +165,7 @@ std::expected<ArgRecipe, std::string> bind_literal(const c10::Argument& argument
       if (!given.is_number_integer()) return mismatch(path, argument, "an integer", given);
       return constant(c10::IValue(given.get<int64_t>()));
     case c10::TypeKind::FloatType:
+      if (auto special = parse_special_float(given)) return constant(c10::IValue(*special));
       if (!given.is_number()) return mismatch(path, argument, "a number", given);
       return constant(c10::IValue(given.get<double>()));
     case c10::TypeKind::BoolType:
@@ -164,6 +176,7 @@ std::expected<ArgRecipe, std::string> bind_literal(const c10::Argument& argument
       if (given.is_boolean()) return constant(c10::IValue(c10::Scalar(given.get<bool>())));
       if (given.is_number_integer()) return constant(c10::IValue(c10::Scalar(given.get<int64_t>())));
       if (given.is_number()) return constant(c10::IValue(c10::Scalar(given.get<double>())));
+      if (auto special = parse_special_float(given)) return constant(c10::IValue(c10::Scalar(*special)));
       return mismatch(path, argument, "a number", given);
     case c10::TypeKind::StringType: {
       if (!given.is_string()) return mismatch(path, argument, "a string", given);

@@ -3,6 +3,7 @@
 #include "torch/interpreter.h"
 
 #include <functional>
+#include <limits>
 
 #include <gtest/gtest.h>
 
@@ -32,6 +33,27 @@ const std::vector<Case>& cases() {
       {"linear_no_bias", R"({"inputs":[)" F32("x", 4, 16) R"(],"params":[)" F32("w", 8, 16) R"(],
          "nodes":[{"op":"aten::linear","args":["%x","%w",null],"out":["y"]}],"outputs":["y"]})",
        [](const Tensors& t) { return Tensors{at::linear(t[0], t[1])}; }},
+      // Non-finite literals (docs/IR.md): a causal mask's -inf, and a float list holding one (issue 24 item 4).
+      {"masked_fill_neg_inf", R"({"inputs":[)" F32("x", 4, 4) R"(],
+         "nodes":[{"op":"aten::gt.Scalar","args":["%x",0.5],"out":["m"]},
+                  {"op":"aten::masked_fill.Scalar","args":["%x","%m",{"float":"-inf"}],"out":["f"]},
+                  {"op":"aten::exp","args":["%f"],"out":["y"]}],"outputs":["y"]})",
+       [](const Tensors& t) {
+         return Tensors{at::exp(t[0].masked_fill(t[0] > 0.5, -std::numeric_limits<double>::infinity()))};
+       }},
+      {"clamp_inf_nan", R"({"inputs":[)" F32("x", 8) R"(],
+         "nodes":[{"op":"aten::clamp","args":["%x",{"float":"-inf"},{"float":"inf"}],"out":["c"]},
+                  {"op":"aten::nan_to_num","args":["%c",{"float":"nan"},1.0,-1.0],"out":["y"]}],"outputs":["y"]})",
+       [](const Tensors& t) {
+         const double inf = std::numeric_limits<double>::infinity();
+         return Tensors{
+             at::nan_to_num(at::clamp(t[0], -inf, inf), std::numeric_limits<double>::quiet_NaN(), 1.0, -1.0)};
+       }},
+      // An op that returns nothing (torch.export records `.to` as _assert_tensor_metadata): `out` is empty.
+      {"returns_nothing", R"({"inputs":[)" F32("x", 3, 4) R"(],
+         "nodes":[{"op":"aten::_assert_tensor_metadata","args":["%x"],"kwargs":{"dtype":"float32"},"out":[]},
+                  {"op":"aten::relu","args":["%x"],"out":["y"]}],"outputs":["y"]})",
+       [](const Tensors& t) { return Tensors{at::relu(t[0])}; }},
       {"matmul", R"({"inputs":[)" F32("a", 2, 4, 8) "," F32("b", 8, 5) R"(],
          "nodes":[{"op":"aten::matmul","args":["%a","%b"],"out":["y"]}],"outputs":["y"]})",
        [](const Tensors& t) { return Tensors{at::matmul(t[0], t[1])}; }},
