@@ -64,11 +64,13 @@ JournalOptions ToolCli::journal_options() const {
       for (const auto& [where, names] : m_resume_apps)
         input = input || (where == &app && std::find(names.begin(), names.end(), name) != names.end());
       if (input && option->count() > 0) {
-        for (const auto& path : option->results()) options.inputs.push_back(path);
+        for (const auto& path : option->reduced_results()) options.inputs.push_back(path);
       }
-      Json value = option->count() == 0            ? Json(option->get_default_str())
-                   : option->results().size() == 1 ? Json(option->results().front())
-                                                   : Json(option->results());
+      // The values the option takes (the last of a flag given twice), so `--scale 4 --scale 8` is `--scale 8`.
+      const auto values = option->reduced_results();
+      Json value = option->count() == 0 ? Json(option->get_default_str())
+                   : values.size() == 1 ? Json(values.front())
+                                        : Json(values);
       options.flags[prefix + name] = std::move(value);
     }
   };

@@ -22,8 +22,10 @@ std::unexpected<JournalError> fail(ExitCode code, std::string message) {
 std::expected<Json, JournalError> header_of(const JournalOptions& options) {
   Json inputs = Json::array();
   for (const auto& path : options.inputs) {
-    if (path == "-") {
-      inputs.push_back({{"path", "-"}});
+    // Standard input and pipes (`<(cmd)`) can be read once, by the run: their records are checked one by one instead.
+    struct stat info;
+    if (path == "-" || (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode))) {
+      inputs.push_back({{"path", path}});
       continue;
     }
     auto text = read_file(path);

@@ -22,7 +22,7 @@ struct JournalOptions {
   bool resume = false;
   std::string tool;                 // "ca-filter", "ca-crawl tasks"
   Json flags = Json::object();      // every flag that shapes the records, as given or by default
-  std::vector<std::string> inputs;  // files the records come from; their SHA-256 goes in the header ("-" has none)
+  std::vector<std::string> inputs;  // files the records come from; the SHA-256 of each regular one goes in the header
 };
 
 /// What one input record gave: records for the run's outputs (0: -o, 1: the tool's second output, such as
