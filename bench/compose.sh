@@ -10,7 +10,8 @@
 #   bench/compose.sh [OUT_DIR]     (default: a temporary folder, removed at the end)
 #
 # Environment: PROMPTS (20), JOBS (requests in flight, 4), MAX_TOKENS (768), TEMPERATURE (0: greedy, which the server
-# batches), TARGET_MS (2), SEED (0), MODEL, CA_BIN (build/bin), CA_PYTHON (the venv's python). Set-up:
+# batches), TARGET_MS (2), SEED (0), MODEL, SERVE_DEVICE (ca-model serve's --device: cpu, or cuda on the H200),
+# FILTER_DEVICE (ca-filter's --device, cpu), CA_BIN (build/bin), CA_PYTHON (the venv's python). Set-up:
 # scripts/setup-models.sh qwen-coder (or the default smollm2). An empty tasks file is still filtered and reported.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,6 +24,8 @@ max_tokens=${MAX_TOKENS:-768}
 temperature=${TEMPERATURE:-0}
 target_ms=${TARGET_MS:-2}
 seed=${SEED:-0}
+serve_device=${SERVE_DEVICE:-cpu}
+filter_device=${FILTER_DEVICE:-cpu}
 die() { echo "compose: error: $*" >&2; exit "${2:-1}"; }
 
 model=${MODEL:-}
@@ -63,7 +66,7 @@ PY
 
 # The server, started here and stopped when composing ends (or on any exit).
 rm -f "$out/port"
-"$bin/ca-model" serve -m "$model" --port 0 --port-file "$out/port" --max-batch "$jobs" 2>"$out/serve.log" &
+"$bin/ca-model" serve -m "$model" --device "$serve_device" --port 0 --port-file "$out/port" --max-batch "$jobs" 2>"$out/serve.log" &
 server=$!
 until [ -s "$out/port" ]; do
   kill -0 "$server" 2>/dev/null || { cat "$out/serve.log" >&2; die "ca-model serve ended before listening"; }
@@ -80,25 +83,30 @@ CA_PYTHON="$py" "$bin/ca-synth" --llm "http://127.0.0.1:$(cat "$out/port")/v1" -
 synth_code=$?
 set -e
 compose_s=$("$py" -c "import sys, time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$start")
-kill "$server"
+# SIGINT to ca-synth ends composing early: the requests in flight are aborted (counted as http) and, the output
+# being written whole or not at all, its tasks are lost; the counts are still reported. The server would finish the
+# abandoned generations before stopping on SIGTERM, so it gets SIGKILL then.
+if [ "$synth_code" -eq 130 ]; then kill -KILL "$server"; else kill "$server"; fi
 wait "$server" 2>/dev/null || true
 server=
-# SIGINT to ca-synth ends composing early (after the requests in flight); what it made is still filtered and reported.
 [ "$synth_code" -eq 0 ] || [ "$synth_code" -eq 130 ] || { cat "$out/synth.log" >&2; die "ca-synth exited $synth_code"; }
-[ "$synth_code" -eq 0 ] || echo "compose: ca-synth interrupted; reporting the prompts sent so far" >&2
+if [ "$synth_code" -eq 130 ]; then
+  echo "compose: ca-synth interrupted: counts of the prompts sent so far; its tasks were not written" >&2
+  : >"$out/tasks.jsonl"
+fi
 
 start=$(date +%s.%N)
 set +e
-"$bin/ca-filter" --device cpu -o "$out/kept.jsonl" --rejects "$out/rejects.jsonl" "$out/tasks.jsonl" 2>"$out/filter.log"
+"$bin/ca-filter" --device "$filter_device" -o "$out/kept.jsonl" --rejects "$out/rejects.jsonl" "$out/tasks.jsonl" 2>"$out/filter.log"
 filter_code=$?
 set -e
 filter_s=$("$py" -c "import sys, time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$start")
 [ "$filter_code" -eq 0 ] || { cat "$out/filter.log" >&2; die "ca-filter exited $filter_code"; }
 
-"$py" - "$out" "$name" "$prompts" "$jobs" "$max_tokens" "$temperature" "$compose_s" "$filter_s" <<'PY'
+"$py" - "$out" "$name" "$prompts" "$jobs" "$max_tokens" "$temperature" "$compose_s" "$filter_s" "$serve_device" <<'PY'
 import collections, json, re, sys
 out, name, prompts, jobs, max_tokens, temperature = sys.argv[1:7]
-compose_s, filter_s = float(sys.argv[7]), float(sys.argv[8])
+compose_s, filter_s, device = float(sys.argv[7]), float(sys.argv[8]), sys.argv[9]
 synth = open(f"{out}/synth.log").read()
 summary = re.search(r"(\d+) tasks from (\d+) requests \((\d+) answers\); failed: (.*) in \d+ s", synth)
 tasks, requests, answers = (int(summary.group(i)) for i in (1, 2, 3))
@@ -106,7 +114,7 @@ failures = {} if summary.group(4) == "none" else {
     k: int(v) for k, v in (item.rsplit(" ", 1) for item in summary.group(4).split(", "))}
 kept = sum(1 for _ in open(f"{out}/kept.jsonl"))
 rejects = collections.Counter(json.loads(line)["reject"]["reason"] for line in open(f"{out}/rejects.jsonl"))
-print(f"model {name} (ca-model serve, cpu), {jobs} requests in flight, max_tokens {max_tokens}, temperature {temperature}")
+print(f"model {name} (ca-model serve, {device}), {jobs} requests in flight, max_tokens {max_tokens}, temperature {temperature}")
 print(f"prompts:           {requests}")
 print(f"answers:           {answers}")
 print("failures by kind:  " + (", ".join(f"{k} {v}" for k, v in sorted(failures.items())) or "none"))
