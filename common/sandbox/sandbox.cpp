@@ -551,6 +551,13 @@ void stop(SandboxProcess& p) {
 
 }  // namespace
 
+int64_t host_memory_share(int64_t limit, int jobs) {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return limit;
+  const int64_t usable = int64_t(pages) * page / 4 * 3;
+  return std::min(limit, std::max(k_min_memory_share, usable / std::max(1, jobs)));
+}
+
 std::string mps_pipe_directory() {
   const char* given = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
   std::string dir = given != nullptr && *given != '\0' ? given : "/tmp/nvidia-mps";

@@ -33,6 +33,12 @@ struct SandboxLimits {
   int64_t device_memory_bytes = 0;
 };
 
+/// The address-space limit for each of `jobs` sandboxes that run at once: `limit`, or less, so that together they
+/// hold at most three quarters of the host's physical memory (the rest is the trusted side's and the system's); never
+/// below k_min_memory_share, which a runner needs to start.
+int64_t host_memory_share(int64_t limit, int jobs);
+inline constexpr int64_t k_min_memory_share = int64_t{512} << 20;
+
 /// The MPS control daemon's pipe directory when one is running (its "control" pipe exists): CUDA_MPS_PIPE_DIRECTORY,
 /// else /tmp/nvidia-mps; "" when there is none.
 std::string mps_pipe_directory();

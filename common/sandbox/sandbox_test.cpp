@@ -170,6 +170,21 @@ TEST_F(SandboxTest, DiskQuotaLetsACommandCleanATreeAlreadyOverIt) {
   EXPECT_EQ(result.limit_hit, "");
 }
 
+TEST(HostMemoryShare, SplitsThreeQuartersOfTheHostBetweenTheJobs) {
+  const int64_t host = int64_t(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGE_SIZE);
+  const int64_t eight = int64_t{8} << 30;
+  EXPECT_EQ(host_memory_share(eight, 1), std::min(eight, std::max(k_min_memory_share, host / 4 * 3)));
+  for (int jobs : {2, 4, 8, 64}) {
+    int64_t share = host_memory_share(eight, jobs);
+    EXPECT_LE(share, eight);
+    EXPECT_GE(share, k_min_memory_share);
+    if (share > k_min_memory_share) {
+      EXPECT_LE(share * jobs, host / 4 * 3 + jobs) << jobs << " jobs";
+    }
+  }
+  EXPECT_EQ(host_memory_share(int64_t{1} << 20, 1), int64_t{1} << 20) << "a smaller limit stays";
+}
+
 TEST_F(SandboxTest, DiskUsageCountsBytesAndEntriesOnce) {
   fs::path k = m_root / "kernels";
   int64_t empty = disk_usage({k.string()});

@@ -1,6 +1,7 @@
 // ca-verify: build each candidate, run it sandboxed on fresh inputs from
 // secret seeds, and compare with the reference; records gain `verify`.
 #include "harness/flags.h"
+#include "sandbox/sandbox.h"
 #include "util/cli.h"
 #include "util/exceptions.h"
 #include "verify/records.h"
@@ -29,6 +30,8 @@ int main(int argc, char** argv) try {
   cli.add_resume_flag(&app, {"FILE", "--tasks"});
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
   if (cli.app().count("--seed") > 0) options.seed = cli.common().seed;
+  // -j N runs N candidates at once: each gets its share of the host's memory, not the whole default each.
+  options.limits.memory_bytes = host_memory_share(options.limits.memory_bytes, cli.common().jobs);
 
   Judge verify = verify_judge(options);
   // Inside a workspace, plain `ca-verify` checks it.
