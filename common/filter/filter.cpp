@@ -296,6 +296,7 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
   verdict.record["filter"] = filter;
   return verdict;
 }
+
 void TaskFilter::remember(const Json& verdict_record) {
   const std::string id = verdict_record.value("id", "");
   const std::string reason =
@@ -310,6 +311,5 @@ void TaskFilter::remember(const Json& verdict_record) {
   if (auto program = parse_program(verdict_record["program"], "program"))
     m_kept_keys.emplace(near_duplicate_key(*program), id);
 }
-
 
 }  // namespace ca
