@@ -89,9 +89,9 @@ Fixture expected_fixture() {
   return fixture;
 }
 
-// EXPECTED as this test was written: 25 candidates, 8 of them PASS with a reward above -1 (the table above), 17
-// failing (14 of them in level 1). A change to EXPECTED changes the hand computations below; the first test says so.
-constexpr double k_tasks = 26;  // 25 candidates + the task with no solution
+// EXPECTED as this test was written: 28 candidates, 8 of them PASS with a reward above -1 (the table above), 20
+// failing (17 of them in level 1). A change to EXPECTED changes the hand computations below; the first test says so.
+constexpr double k_tasks = 29;  // 28 candidates + the task with no solution
 
 std::vector<TaskResult> fixture_results() {
   Fixture fixture = expected_fixture();
@@ -143,17 +143,17 @@ TEST(EvalMetricsTest, FasterThanCompileAndGeometricMeansNameTheirTaskSets) {
   EXPECT_NEAR(overall["geomean_speedup_failures_as_1"]["vs_compile"].get<double>(),
               std::pow(compile_product, 1.0 / k_tasks), 1e-12);
   EXPECT_EQ(overall["geomean_speedup_failures_as_1"]["tasks"], k_tasks);
-  // Rewards 3 1 2 2 1 3 2 3 (17) and seventeen -1; the task with no solution has none.
-  EXPECT_DOUBLE_EQ(overall["mean_reward"].get<double>(), 0.0 / 25);
-  EXPECT_EQ(overall["rewarded"], 25);
+  // Rewards 3 1 2 2 1 3 2 3 (17) and twenty -1; the task with no solution has none.
+  EXPECT_DOUBLE_EQ(overall["mean_reward"].get<double>(), -3.0 / 28);
+  EXPECT_EQ(overall["rewarded"], 28);
 }
 
 TEST(EvalMetricsTest, SplitsByLevel) {
   const Json summary = summarize(fixture_results());
   const Json& levels = summary["levels"];
-  EXPECT_EQ(levels["1"]["tasks"], 20);
+  EXPECT_EQ(levels["1"]["tasks"], 23);
   EXPECT_EQ(levels["1"]["passed"], 5);
-  EXPECT_DOUBLE_EQ(levels["1"]["fast_p"]["vs_eager"]["1"].get<double>(), 4.0 / 20);
+  EXPECT_DOUBLE_EQ(levels["1"]["fast_p"]["vs_eager"]["1"].get<double>(), 4.0 / 23);
   EXPECT_EQ(levels["2"]["tasks"], 6);
   EXPECT_EQ(levels["2"]["passed"], 3);
   EXPECT_DOUBLE_EQ(levels["2"]["fast_p"]["vs_eager"]["1"].get<double>(), 2.0 / 6);
