@@ -13,7 +13,9 @@ namespace ca {
 std::expected<uint64_t, std::string> task_seed(const Json& record) {
   auto seed = record.find("seed");
   if (seed == record.end()) return 0;
-  if (!seed->is_number_unsigned()) return std::unexpected("seed: expected an integer >= 0, got " + seed->dump());
+  // A parsed 1 is unsigned, a 1 set in C++ (records made by the tools) is signed: both are seeds.
+  if (!seed->is_number_integer() || (!seed->is_number_unsigned() && seed->get<int64_t>() < 0))
+    return std::unexpected("seed: expected an integer >= 0, got " + seed->dump());
   return seed->get<uint64_t>();
 }
 
