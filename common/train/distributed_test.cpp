@@ -3,6 +3,7 @@
 // train a tiny model to the same losses and weights as one process with twice the gradient accumulation.
 #include "train/distributed.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -342,11 +343,12 @@ struct TinyTask {
     }
   }
 
+  // A generator of its own: the ranks are threads of one process, and the global one would be shared between them.
   static std::map<std::string, at::Tensor> init_params(uint64_t seed) {
-    at::manual_seed(seed);
-    std::map<std::string, at::Tensor> p = {{"embed", at::randn({vocab, dim})},
-                                           {"hidden", at::randn({dim, dim}) * 0.5},
-                                           {"out", at::randn({dim, vocab}) * 0.5}};
+    at::Generator rng = at::make_generator<at::CPUGeneratorImpl>(seed);
+    std::map<std::string, at::Tensor> p = {{"embed", at::randn({vocab, dim}, rng)},
+                                           {"hidden", at::randn({dim, dim}, rng) * 0.5},
+                                           {"out", at::randn({dim, vocab}, rng) * 0.5}};
     for (auto& [name, t] : p) {
       t.set_requires_grad(true);
     }
