@@ -58,7 +58,8 @@ step configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInf
   -DCMAKE_PREFIX_PATH="$deps/usr;$deps/usr/lib/x86_64-linux-gnu/cmake;$torch_prefix"
 # BUILD_TARGETS (e.g. "ca-crawl ca-filter"): only those, for a call that runs no unit tests.
 # shellcheck disable=SC2086 # the targets are words
-step build cmake --build build-gpu -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS}
+# -k 0: a target that fails to build does not stop the others, nor the steps that need only those.
+step build cmake --build build-gpu -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} -- -k 0
 step cuda_runner build-gpu/bin/ca_core_tests --gtest_filter="${RUNNER_TESTS:-CudaRunner*:CudaDigest*:CudaClock*:CpuDevice*:Runner*:Protocol*:OutputRegion*}"
 # The compiled baselines of the examples and the bench, in a few warm bridge processes rather than one cold one each.
 cat examples/candidates/cuda/tasks.jsonl bench/tasks.jsonl >"$OUT/baseline_tasks.jsonl"
