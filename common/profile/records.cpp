@@ -4,6 +4,7 @@
 
 #include "torch/cpu_caching_allocator.h"
 #include "torch/precompile.h"
+#include "util/cli.h"
 
 namespace ca {
 
@@ -25,6 +26,27 @@ Judge profile_judge(const ProfileOptions& options) {
     if (auto* cache = installed_caching_cpu_allocator()) cache->empty_cache();
     return profiled;
   };
+}
+
+void add_timing_flags(CLI::App& app, ProfileOptions& options) {
+  app.add_option("--rounds", options.rounds, "Interleaved rounds (one runner serves them all)")
+      ->capture_default_str()
+      ->check(count(1e4));
+  app.add_option("--min-ms", options.min_ms, "Measured milliseconds per method, at least")
+      ->capture_default_str()
+      ->check(non_negative(1e6));
+  app.add_option("--max-calls", options.max_calls, "Timed calls per method and round, at most")
+      ->capture_default_str()
+      ->check(count(1e9));
+  app.add_option("--ci", options.ci,
+                 "Stop after a counted round (the second or later) once each method's median is known within this "
+                 "fraction (95% interval); 0: all --rounds")
+      ->capture_default_str()
+      ->check(non_negative(1));
+  app.add_flag("--samples", options.samples, "Keep every timed call's time in the record, round by round (samples_us)");
+  app.add_option("--threads", options.num_threads, "cpu: threads of the candidate and of the baselines")
+      ->capture_default_str()
+      ->check(count(4096));
 }
 
 ExitCode precompile_baselines(const std::string& tasks_path, Backend backend, const ProfileOptions& options,

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include <CLI/CLI.hpp>
+
 #include "ir/backend.h"
 #include "profile/profile.h"
 #include "util/exit_codes.h"
@@ -16,6 +18,10 @@ namespace ca {
 /// from the LibTorch layer's caching CPU allocator, emptied after each record; the judge fails when
 /// c10 kept another allocator.
 Judge profile_judge(const ProfileOptions& options);
+
+/// The flags of how a profile times, declared once for ca-profile and ca-judge serve: --rounds, --min-ms,
+/// --max-calls, --samples, --threads.
+void add_timing_flags(CLI::App& app, ProfileOptions& options);
 
 /// ca-profile --precompile: compiles the missing compiled baselines of every task of `tasks_path` for `backend`
 /// (precompile_tasks, in `jobs` bridge processes) and prints its summary line on stdout. Returns its exit code.

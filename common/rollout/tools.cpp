@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "util/log.h"
 #include "util/subprocess.h"
+#include "util/unix_socket.h"
 
 namespace ca {
 namespace fs = std::filesystem;
@@ -143,7 +145,40 @@ ToolResult Toolbox::glob(const Json& arguments) {
   return {cut_middle(matches.empty() ? "no files match\n" : matches, m_options.output_budget), true, false};
 }
 
+std::optional<ToolResult> Toolbox::ask_judge(const std::string& tool) {
+  std::error_code ec;
+  Json request = {{"tool", tool},
+                  {"workspace", fs::absolute(m_workspace, ec).string()},
+                  {"backend", m_options.backend},
+                  {"compile", m_options.profile_compile}};
+  auto line = unix_request(m_options.judge_socket, request.dump(),
+                           std::chrono::milliseconds(int64_t(m_options.check_timeout_s * 1000)));
+  if (!line) {
+    // No judge, or it died with the request: the cold tools judge it (their result is the same).
+    warning(std::string("warm judge: ") + line.error() + "; running ca-" + tool);
+    return std::nullopt;
+  }
+  Json answer = Json::parse(*line, nullptr, false);
+  if (!answer.is_object() || !answer.value("exit", Json()).is_number_integer()) {
+    warning("warm judge: " + m_options.judge_socket + " gave no answer object; running ca-" + tool);
+    return std::nullopt;
+  }
+  // The text the cold tool's process gives (Toolbox::run): its stdout, its stderr, how it ended.
+  const int code = answer["exit"].get<int>();
+  std::string text = answer.value("stdout", "");
+  std::string err = answer.value("stderr", "");
+  if (!err.empty()) text += (text.empty() || text.back() == '\n' ? "" : "\n") + err;
+  if (code != 0) text += "\n[exited with status " + std::to_string(code) + "]";
+  ToolResult result;
+  result.content = cut_middle(text, m_options.output_budget);
+  result.ok = code == 0;
+  return result;
+}
+
 ToolResult Toolbox::check(const std::string& tool) {
+  if (!m_options.judge_socket.empty()) {
+    if (auto answered = ask_judge(tool)) return *answered;
+  }
   std::vector<std::string> argv = {m_options.bin_dir + "/ca-" + tool, "--workspace", m_workspace, "--backend",
                                    m_options.backend};
   if (tool == "profile" && !m_options.profile_compile) argv.push_back("--no-compile");

@@ -4,6 +4,7 @@
 // ca-verify and ca-profile executables beside ca-rollout.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@ struct ToolOptions {
   size_t output_budget = 16000;  // characters of one tool result; the middle is cut
   size_t max_argument_bytes = 1 << 20;
   bool profile_compile = true;  // false: profile without the torch.compile baseline (--no-compile)
+  std::string judge_socket;     // a warm judge (ca-judge serve) for verify and profile; "" or none answering: the
+                                // cold tools
 };
 
 /// The tools' OpenAI function schemas ([{"type": "function", "function": {...}}]).
@@ -43,6 +46,8 @@ class Toolbox {
   ToolResult bash(const Json& arguments);
   ToolResult glob(const Json& arguments);
   ToolResult check(const std::string& tool);
+  /// verify or profile through the warm judge; nullopt when it cannot answer (the cold tools then run).
+  std::optional<ToolResult> ask_judge(const std::string& tool);
   ToolResult run(const std::vector<std::string>& argv, double timeout_s);
 
   std::string m_workspace;

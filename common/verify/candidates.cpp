@@ -108,22 +108,27 @@ ExitCode judge_records(const std::vector<std::string>& inputs, const std::string
   });
 }
 
-ExitCode judge_workspace(const std::string& dir, const std::string& backend_name, const Judge& judge,
-                         const std::function<std::string(const Json&)>& report) {
+WorkspaceJudgement judge_workspace_text(const std::string& dir, const std::string& backend_name, const Judge& judge,
+                                        const std::function<std::string(const Json&)>& report) {
   auto backend = parse_backend(backend_name);
-  if (!backend) return usage_error("--backend: expected cpu or cuda, got '" + backend_name + "'");
+  if (!backend) return {ExitCode::usage, "", "--backend: expected cpu or cuda, got '" + backend_name + "'"};
   auto candidate = workspace_candidate(dir, backend_name);
-  if (!candidate) {
-    error(candidate.error());
-    return ExitCode::no_input;
-  }
+  if (!candidate) return {ExitCode::no_input, "", candidate.error()};
   auto judged = judge((*candidate)["task"], *candidate, *backend);
   if (!judged) {
-    error(judged.error());
-    return interrupted() ? ExitCode::interrupted : ExitCode::data_error;  // e.g. while waiting for the device lease
+    // e.g. while waiting for the device lease
+    return {interrupted() ? ExitCode::interrupted : ExitCode::data_error, "", judged.error()};
   }
-  std::fputs(report(*judged).c_str(), stdout);
-  return judged->value("ok", false) ? ExitCode::ok : ExitCode::some_failed;
+  return {judged->value("ok", false) ? ExitCode::ok : ExitCode::some_failed, report(*judged), ""};
+}
+
+ExitCode judge_workspace(const std::string& dir, const std::string& backend_name, const Judge& judge,
+                         const std::function<std::string(const Json&)>& report) {
+  auto judged = judge_workspace_text(dir, backend_name, judge, report);
+  if (judged.code == ExitCode::usage) return usage_error(judged.error);
+  if (!judged.error.empty()) error(judged.error);
+  std::fputs(judged.report.c_str(), stdout);
+  return judged.code;
 }
 
 std::string implied_workspace(const std::vector<std::string>& inputs) {

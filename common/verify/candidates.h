@@ -42,9 +42,21 @@ ExitCode judge_records(const std::vector<std::string>& inputs, const std::string
                        bool fail_fast, const std::string& field, const Judge& judge, unsigned jobs = 1,
                        const JournalOptions& journal = {});
 
-/// Workspace mode: judges the workspace `dir` with `backend` ("cpu" or "cuda") and prints `report` of the result for
-/// the agent. Exit 0 when the result says ok, 1 when not, 64/66/65 for a bad backend, a missing workspace, a harness
-/// failure.
+/// What judging a workspace gives: the exit code, what the agent reads (stdout) and the error message (for stderr
+/// through util/log.h's error(); "" when none).
+struct WorkspaceJudgement {
+  ExitCode code = ExitCode::ok;
+  std::string report;
+  std::string error;
+};
+
+/// Workspace mode without printing (ca-judge answers with it): judges the workspace `dir` with `backend` ("cpu" or
+/// "cuda"); `report` of the result for the agent. Exit 0 when the result says ok, 1 when not, 64/66/65 for a bad
+/// backend, a missing workspace, a harness failure, 130 when interrupted.
+WorkspaceJudgement judge_workspace_text(const std::string& dir, const std::string& backend, const Judge& judge,
+                                        const std::function<std::string(const Json&)>& report);
+
+/// Workspace mode: judge_workspace_text, with its report printed on stdout and its error on stderr.
 ExitCode judge_workspace(const std::string& dir, const std::string& backend, const Judge& judge,
                          const std::function<std::string(const Json&)>& report);
 

@@ -23,21 +23,9 @@ int main(int argc, char** argv) try {
   add_candidate_source_flags(app, sources, "profile");
   app.add_flag("--precompile", precompile,
                "Only compile the torch.compile baselines of every task in --tasks, in -j bridge processes");
-  app.add_option("--rounds", options.rounds, "Interleaved rounds (one runner serves them all)")
-      ->capture_default_str()
-      ->check(count(1e4));
-  app.add_option("--min-ms", options.min_ms, "Measured milliseconds per method, at least")
-      ->capture_default_str()
-      ->check(non_negative(1e6));
-  app.add_option("--max-calls", options.max_calls, "Timed calls per method and round, at most")
-      ->capture_default_str()
-      ->check(count(1e9));
+  add_timing_flags(app, options);
   app.add_flag("--no-compile", no_compile, "Do not time the torch.compile baseline");
-  app.add_flag("--samples", options.samples, "Keep every timed call's time in the record, round by round (samples_us)");
   add_tf32_flag(app, options.compiled.tf32);
-  app.add_option("--threads", options.num_threads, "cpu: threads of the candidate and of the baselines")
-      ->capture_default_str()
-      ->check(count(4096));
   add_tolerance_flags(app, options.tolerance, "the timed outputs");
   add_runner_timeout_flag(app, options.limits);
   app.add_option("--peak-gbps", peak_gbps, "Memory bandwidth for the speed-of-light floor (default: the device's)")

@@ -62,6 +62,9 @@ int main(int argc, char** argv) try {
                  "Characters of one tool result (the middle is cut)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--judge", options.episode.tools.judge_socket,
+                 "A warm judge's socket (ca-judge serve) for the agent's verify and profile calls; the cold tools "
+                 "when none answers there");
   app.add_flag("--no-compile", no_compile, "Profile without the torch.compile baseline (rewards at most 2)");
   app.add_flag("--no-final-profile", no_final_profile,
                "Final judgement without ca-profile (rewards at most 1; for plumbing tests)");
