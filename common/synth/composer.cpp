@@ -231,6 +231,7 @@ std::expected<Json, std::string> Composer::next() {
   static QuietWarnings quiet;
   c10::WarningUtils::WarningHandlerGuard guard(&quiet);
   int op_count = m_schedule.next();
+  m_rng = Rng::for_item(m_options.seed, m_stats.tasks);
   for (int attempt = 0; attempt < k_task_attempts; ++attempt) {
     auto draft = compose(op_count);
     if (!draft) {
@@ -249,6 +250,22 @@ std::expected<Json, std::string> Composer::next() {
   }
   return std::unexpected("no task of " + std::to_string(op_count) + " op(s) in " + std::to_string(k_task_attempts) +
                          " attempts (see the rejections below)");
+}
+
+std::expected<void, std::string> Composer::replay(const Json& task) {
+  const Json& meta = task.value("meta", Json::object());
+  const Json& op_count = meta.value("op_count", Json());
+  if (!op_count.is_number_integer() || op_count.get<int>() < 1 || op_count.get<int>() > 5)
+    return std::unexpected("meta.op_count: not 1..5");
+  if (!meta.value("fingerprint", Json()).is_string()) return std::unexpected("meta.fingerprint: missing");
+  auto program = parse_program(task.value("program", Json()));
+  if (!program) return std::unexpected(program.error());
+  m_schedule.made(op_count.get<int>());
+  ++m_stats.tasks;
+  ++m_stats.op_counts[size_t(op_count.get<int>() - 1)];
+  m_fingerprints.insert(meta["fingerprint"].get<std::string>());
+  m_near.insert(near_key(*program));
+  return {};
 }
 
 std::string Composer::summary(double seconds) const {

@@ -43,7 +43,11 @@ class Composer {
   /// meta}, meta completed by check_task (ops, fingerprint, output_shapes)
   /// plus op_count and estimate {device, target_ms, ms, flops, bytes, batch}.
   /// Errors when no task of the scheduled op count came out of the budget.
+  /// Task i draws from Rng::for_item(seed, i), so a run resumed after i tasks (replay) goes on as it would have.
   std::expected<Json, std::string> next();
+  /// Takes `task`, a record next() made before (a resumed run's journal), as if next() had just made it: the mix,
+  /// the count, the fingerprints and near-duplicates seen. Errors name what the record lacks.
+  std::expected<void, std::string> replay(const Json& task);
 
   const SynthStats& stats() const { return m_stats; }
   /// One paragraph for stderr: tasks, acceptance, op counts, rejections.

@@ -47,6 +47,24 @@ TEST(ComposerTest, SameSeedSameTasks) {
   EXPECT_NE(first[0]["meta"]["fingerprint"], other[0]["meta"]["fingerprint"]);
 }
 
+// A run resumed from its first five tasks (replayed, not composed) goes on with the tasks an uninterrupted run makes,
+// including the later ones whose duplicate checks must remember the replayed tasks.
+TEST(ComposerTest, ReplayedTasksLeaveTheRestAsTheyWere) {
+  auto whole = make_tasks(small_options(7), 12);
+  ASSERT_EQ(whole.size(), 12u);
+  Composer resumed(usable_ops(), small_options(7));
+  for (size_t i = 0; i < 5; ++i) ASSERT_TRUE(resumed.replay(whole[i]));
+  for (size_t i = 5; i < whole.size(); ++i) {
+    auto task = resumed.next();
+    ASSERT_TRUE(task) << task.error();
+    EXPECT_EQ(task->dump(), whole[i].dump()) << "task " << i;
+  }
+  EXPECT_EQ(resumed.stats().tasks, 12u);
+  Json broken = whole[0];
+  broken["meta"].erase("op_count");
+  EXPECT_EQ(resumed.replay(broken).error(), "meta.op_count: not 1..5");
+}
+
 TEST(ComposerTest, EveryTaskChecksAndIsNew) {
   std::set<std::string> fingerprints;
   for (const Json& task : make_tasks(small_options(1), 40)) {

@@ -39,6 +39,13 @@ std::vector<OpTemplate> op_templates(const std::vector<Json>& records, size_t& s
 class Rng {
  public:
   explicit Rng(uint64_t seed) : m_engine(seed) {}
+  /// The source of item `index` (a task, a request) of a run seeded with `seed`: each item draws from its own, so an
+  /// item does not depend on the draws of those before it, and a resumed run can skip the finished ones and still
+  /// make what an uninterrupted run makes. std::seed_seq's mixing is specified exactly, hence portable too.
+  static Rng for_item(uint64_t seed, uint64_t index) {
+    std::seed_seq mixed{uint32_t(seed), uint32_t(seed >> 32), uint32_t(index), uint32_t(index >> 32)};
+    return Rng(mixed);
+  }
   uint64_t next() { return m_engine(); }
   /// Uniform in [0, n); n > 0.
   uint64_t below(uint64_t n) { return m_engine() % n; }
@@ -51,6 +58,7 @@ class Rng {
   }
 
  private:
+  explicit Rng(std::seed_seq& seeds) : m_engine(seeds) {}
   std::mt19937_64 m_engine;
 };
 

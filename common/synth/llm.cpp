@@ -238,7 +238,7 @@ std::expected<Json, LlmImportError> import_model_py(const std::string& code, con
 }
 
 LlmComposer::LlmComposer(std::vector<Json> records, LlmOptions options, HttpPost post)
-    : m_options(std::move(options)), m_post(std::move(post)), m_rng(m_options.seed) {
+    : m_options(std::move(options)), m_post(std::move(post)) {
   for (auto& record : records) {
     if (record.value("kind", "") == "module") {
       m_modules.push_back(std::move(record));
@@ -250,15 +250,18 @@ LlmComposer::LlmComposer(std::vector<Json> records, LlmOptions options, HttpPost
 
 LlmRequest LlmComposer::prepare() {
   LlmRequest request;
-  request.index = m_requests++;
+  while (m_replayed.contains(m_next_index)) ++m_next_index;
+  request.index = m_next_index++;
+  ++m_requests;
+  Rng rng = Rng::for_item(m_options.seed, request.index);
   std::vector<Json> picked;
-  size_t count = std::min<size_t>(m_ops.size() + m_modules.size(), 2 + m_rng.below(4));
+  size_t count = std::min<size_t>(m_ops.size() + m_modules.size(), 2 + rng.below(4));
   while (picked.size() < count) {
     // Even odds between the pools, whatever their sizes (transformers alone has thousands of modules).
-    bool module = m_ops.empty() || (!m_modules.empty() && m_rng.chance(0.5));
-    picked.push_back(m_rng.pick(module ? m_modules : m_ops));
+    bool module = m_ops.empty() || (!m_modules.empty() && rng.chance(0.5));
+    picked.push_back(rng.pick(module ? m_modules : m_ops));
   }
-  request.seed = m_rng.next() & 0x7fffffff;
+  request.seed = rng.next() & 0x7fffffff;
   request.body =
       chat_request(m_options, llm_prompt(picked, m_options.target_ms, m_options.device), request.seed).dump();
   char id[64];
@@ -279,13 +282,12 @@ std::expected<Json, LlmFailure> LlmComposer::ask(const LlmRequest& request) cons
   return *imported;
 }
 
-std::expected<Json, std::string> LlmComposer::finish(const LlmRequest& request,
-                                                     std::expected<Json, LlmFailure> answer) {
+std::expected<Json, LlmFailure> LlmComposer::finish(const LlmRequest& request, std::expected<Json, LlmFailure> answer) {
   // A refused task leaves no weights behind (the importer names them by id).
   const std::string weights = m_options.params_dir + "/kernelbench-" + request.id + ".safetensors";
-  auto refuse = [&](LlmFailure failure) -> std::expected<Json, std::string> {
+  auto refuse = [&](LlmFailure failure) -> std::expected<Json, LlmFailure> {
     ++m_failures[failure.reason];
-    return std::unexpected(failure.reason + ": " + failure.detail);
+    return std::unexpected(std::move(failure));
   };
   if (!answer) return refuse(std::move(answer.error()));
   auto checked = check_task(*answer);
@@ -299,6 +301,17 @@ std::expected<Json, std::string> LlmComposer::finish(const LlmRequest& request,
   }
   ++m_tasks;
   return *checked;
+}
+
+void LlmComposer::replay(size_t index, const std::expected<Json, LlmFailure>& outcome) {
+  m_replayed.insert(index);
+  ++m_requests;
+  if (!outcome) {
+    ++m_failures[outcome.error().reason];
+    return;
+  }
+  m_fingerprints.insert(outcome->value("meta", Json::object()).value("fingerprint", ""));
+  ++m_tasks;
 }
 
 size_t LlmComposer::answers() const {

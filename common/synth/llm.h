@@ -89,15 +89,23 @@ class LlmComposer {
   /// One request start to end: a checked task record, or "reason: detail" (the reason is also counted).
   std::expected<Json, std::string> next() {
     LlmRequest request = prepare();
-    return finish(request, ask(request));
+    auto task = finish(request, ask(request));
+    if (!task) return std::unexpected(task.error().reason + ": " + task.error().detail);
+    return std::move(*task);
   }
 
   /// next() in three steps, for requests in flight together: prepare and finish change the composer (callers
   /// serialise them); ask sends the request and imports the answer and may run for several requests at once.
+  /// Request i draws its records and seed from Rng::for_item(seed, i); prepare hands out the lowest index neither
+  /// prepared nor replayed.
   LlmRequest prepare();
   std::expected<Json, LlmFailure> ask(const LlmRequest& request) const;
   /// Checks an imported task, drops a duplicate, and counts the outcome.
-  std::expected<Json, std::string> finish(const LlmRequest& request, std::expected<Json, LlmFailure> answer);
+  std::expected<Json, LlmFailure> finish(const LlmRequest& request, std::expected<Json, LlmFailure> answer);
+
+  /// Takes the outcome of request `index` that a run cut short journaled (a task finish() returned, or the failure
+  /// it counted) as if it had just finished here: prepare skips it, and it counts as now.
+  void replay(size_t index, const std::expected<Json, LlmFailure>& outcome);
 
   size_t requests() const { return m_requests; }
   size_t tasks() const { return m_tasks; }
@@ -112,8 +120,9 @@ class LlmComposer {
   std::vector<Json> m_modules;
   LlmOptions m_options;
   HttpPost m_post;
-  Rng m_rng;
   size_t m_requests = 0;
+  size_t m_next_index = 0;
+  std::set<size_t> m_replayed;
   size_t m_tasks = 0;
   std::map<std::string, size_t> m_failures;
   std::set<std::string> m_fingerprints;

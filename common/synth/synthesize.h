@@ -1,5 +1,7 @@
 // ca-synth's two runs, each from its input records to an exit code: the built-in grammar (composer.h) and an
-// OpenAI-compatible LLM (llm.h). Both write `count` task records to `output` and a summary to stderr.
+// OpenAI-compatible LLM (llm.h). Both write `count` task records to `output` and a summary to stderr, and journal
+// every finished task (and, for the LLM, every failed request) beside `output` (util/journal.h): a run cut short
+// and resumed gives what an uninterrupted run with its seed gives.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +11,7 @@
 #include "synth/composer.h"
 #include "synth/llm.h"
 #include "util/exit_codes.h"
+#include "util/journal.h"
 #include "util/jsonl.h"
 
 namespace ca {
@@ -16,7 +19,8 @@ namespace ca {
 /// The grammar: `count` tasks composed from the usable ones of the op records `records` (`ops_path` names them in
 /// errors). Exit 65 when no op record is usable, 1 when the composer fails, 130 when interrupted.
 ExitCode synthesize_with_grammar(const std::vector<Json>& records, const std::string& ops_path,
-                                 const SynthOptions& options, size_t count, const std::string& output);
+                                 const SynthOptions& options, size_t count, const std::string& output,
+                                 const JournalOptions& journal);
 
 /// How many tasks or prompts an LLM run makes, and how many requests it keeps in flight.
 struct LlmRun {
@@ -29,6 +33,6 @@ struct LlmRun {
 /// counted, not fatal; with `count`, after 3 * count requests without count tasks the run ends with exit 1. With
 /// jobs > 1 the tasks are written in the order their answers come back. 130 when interrupted.
 ExitCode synthesize_with_llm(std::vector<Json> records, const LlmOptions& llm, HttpPost post, const LlmRun& run,
-                             const std::string& output);
+                             const std::string& output, const JournalOptions& journal);
 
 }  // namespace ca

@@ -57,7 +57,9 @@ class RecordJournal {
   /// The entry journaled under `key` (an input record's position, "input:line"), or nullptr when there is none. An
   /// entry whose input digest differs is an error: the input changed under the journal.
   std::expected<const JournalEntry*, std::string> find(const std::string& key, const std::string& digest) const;
-  /// Appends `entry` under `key` and syncs it to disk. Called from one thread at a time.
+  /// Appends `entry` under `key` and syncs it to disk. Called from one thread at a time. With CA_JOURNAL_KILL_AFTER=K
+  /// in the environment the process kills itself with SIGKILL once it has appended K entries: how tests cut short,
+  /// at a state, a run that has no input to hold it at (tests/cli/resume_synth.sh).
   std::expected<void, std::string> append(const std::string& key, const std::string& digest, const JournalEntry& entry);
   /// Removes the journal: the run's outputs are committed.
   std::expected<void, std::string> finish();
@@ -71,6 +73,7 @@ class RecordJournal {
   RecordJournal(std::string path, int fd);
   std::string m_path;
   int m_fd = -1;
+  size_t m_appended = 0;                                                  // entries this process appended
   std::map<std::string, std::pair<std::string, JournalEntry>> m_entries;  // key -> (digest, entry)
 };
 

@@ -1,9 +1,11 @@
 """A stand-in OpenAI-compatible endpoint for tests/cli/synth_llm.sh: answers
 POST /v1/chat/completions with a canned model.py, then with a reply that has
 no code block, then with a model.py that fails to load (no get_inputs), in turn. Prints
-its port on stdout, then serves until killed.
+its port on stdout, then serves until killed. With --by-seed the reply is chosen by the request's seed instead
+(seed % 3, a good model's width from the seed too), so that a request gets the same reply whenever it is sent
+(tests/cli/resume_synth_llm.sh).
 
-    python fake_llm_server.py
+    python fake_llm_server.py [--by-seed]
 """
 import http.server
 import itertools
@@ -37,6 +39,19 @@ def get_init_inputs():
 NO_CODE = "I cannot write that model."
 BROKEN = "```python\nimport torch\nclass Model(torch.nn.Module):\n    pass\n```\n"
 REPLIES = itertools.cycle([GOOD, NO_CODE, BROKEN])
+BY_SEED = "--by-seed" in sys.argv[1:]
+
+
+def reply_to(request):
+    if not BY_SEED:
+        return next(REPLIES)
+    seed = int(request.get("seed", 0))
+    if seed % 3 == 1:
+        return NO_CODE
+    if seed % 3 == 2:
+        return BROKEN
+    width = 16 + seed % 7 * 8  # tasks of other shapes, so that not every good reply is a duplicate
+    return GOOD.replace("randn(8, 32)", f"randn(8, {width})").replace("return [32]", f"return [{width}]")
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -46,7 +61,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_error(404)
             return
         body = json.dumps({"object": "chat.completion", "model": request.get("model", ""),
-                           "choices": [{"index": 0, "message": {"role": "assistant", "content": next(REPLIES)}}]}).encode()
+                           "choices": [{"index": 0, "message": {"role": "assistant", "content": reply_to(request)}}]}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))

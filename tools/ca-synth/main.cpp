@@ -72,6 +72,7 @@ int main(int argc, char** argv) try {
                   "Completion tokens one --llm answer may have (0: the server's default)")
       ->capture_default_str()
       ->check(non_negative(1e9));
+  cli.add_resume_flag(&cli.app(), {"FILE", "--modules"});
   if (auto code = cli.parse(argc, argv)) return to_int(*code);
 
   auto mix = parse_mix(mix_text);
@@ -98,7 +99,8 @@ int main(int argc, char** argv) try {
     error(records.error().message);
     return to_int(records.error().code);
   }
-  if (llm.url.empty()) return to_int(synthesize_with_grammar(*records, ops_path, options, count, output));
+  if (llm.url.empty())
+    return to_int(synthesize_with_grammar(*records, ops_path, options, count, output, cli.journal_options()));
 
   llm.api_key = api_key_env.empty() ? "" : (std::getenv(api_key_env.c_str()) ? std::getenv(api_key_env.c_str()) : "");
   if (!api_key_env.empty() && llm.api_key.empty())
@@ -110,7 +112,7 @@ int main(int argc, char** argv) try {
     return http_post(url, body, headers, timeout_s);
   };
   run.count = count;
-  return to_int(synthesize_with_llm(std::move(*records), llm, post, run, output));
+  return to_int(synthesize_with_llm(std::move(*records), llm, post, run, output, cli.journal_options()));
 } catch (...) {  // LibTorch's and the standard library's exceptions: util/exceptions.h
   return report_uncaught_exception();
 }
