@@ -44,25 +44,42 @@ CA_HOST_DEVICE inline float standard_normal_at(uint64_t seed, uint64_t stream, u
   return sum - 6.0f;
 }
 
+/// The dists whose float element i is a function of uniform_at(seed, stream, i) alone (float_from_uniform), so that
+/// one Philox block gives four consecutive elements.
+CA_HOST_DEVICE inline bool draws_one_uniform(Dist dist) {
+  return dist == Dist::rand || dist == Dist::uniform || dist == Dist::kaiming_uniform || dist == Dist::randint;
+}
+
+/// A draws_one_uniform dist's float element from its uniform `u`.
+CA_HOST_DEVICE inline float float_from_uniform(const DrawParams& p, float u) {
+  switch (p.dist) {
+    case Dist::uniform:
+      return p.a + (p.b - p.a) * u;
+    case Dist::kaiming_uniform:
+      return (2.0f * u - 1.0f) * p.bound;
+    case Dist::randint:
+      return floorf(p.a + (p.b - p.a) * u);
+    default:
+      return u;
+  }
+}
+
 /// Element i of a floating-point tensor, in float32 (a file init has no drawn values: 0).
 CA_HOST_DEVICE inline float float_at(const DrawParams& p, uint64_t seed, uint64_t stream, uint64_t i) {
   switch (p.dist) {
     case Dist::rand:
-      return uniform_at(seed, stream, i);
+    case Dist::uniform:
+    case Dist::kaiming_uniform:
+    case Dist::randint:
+      return float_from_uniform(p, uniform_at(seed, stream, i));
     case Dist::randn:
       return standard_normal_at(seed, stream, i);
-    case Dist::uniform:
-      return p.a + (p.b - p.a) * uniform_at(seed, stream, i);
     case Dist::normal:
       return p.a + p.b * standard_normal_at(seed, stream, i);
-    case Dist::kaiming_uniform:
-      return (2.0f * uniform_at(seed, stream, i) - 1.0f) * p.bound;
     case Dist::ones:
       return 1.0f;
     case Dist::zeros:
       return 0.0f;
-    case Dist::randint:
-      return floorf(p.a + (p.b - p.a) * uniform_at(seed, stream, i));
     case Dist::constant:
       return p.a;
     case Dist::file:
@@ -129,32 +146,38 @@ struct Element;
 template <>
 struct Element<DType::float32> {
   using type = uint32_t;
+  CA_HOST_DEVICE static type from_float(float value) { return float_bits(value); }
   CA_HOST_DEVICE static type bits(const DrawParams& p, uint64_t seed, uint64_t stream, uint64_t i) {
-    return float_bits(float_at(p, seed, stream, i));
+    return from_float(float_at(p, seed, stream, i));
   }
 };
 template <>
 struct Element<DType::float64> {
   using type = uint64_t;
-  CA_HOST_DEVICE static type bits(const DrawParams& p, uint64_t seed, uint64_t stream, uint64_t i) {
-    const double value = double(float_at(p, seed, stream, i));
+  CA_HOST_DEVICE static type from_float(float drawn) {
+    const double value = double(drawn);
     type bits;
     std::memcpy(&bits, &value, sizeof bits);
     return bits;
+  }
+  CA_HOST_DEVICE static type bits(const DrawParams& p, uint64_t seed, uint64_t stream, uint64_t i) {
+    return from_float(float_at(p, seed, stream, i));
   }
 };
 template <>
 struct Element<DType::float16> {
   using type = uint16_t;
+  CA_HOST_DEVICE static type from_float(float value) { return float_to_half_bits(value); }
   CA_HOST_DEVICE static type bits(const DrawParams& p, uint64_t seed, uint64_t stream, uint64_t i) {
-    return float_to_half_bits(float_at(p, seed, stream, i));
+    return from_float(float_at(p, seed, stream, i));
   }
 };
 template <>
 struct Element<DType::bfloat16> {
   using type = uint16_t;
+  CA_HOST_DEVICE static type from_float(float value) { return float_to_bfloat16_bits(value); }
   CA_HOST_DEVICE static type bits(const DrawParams& p, uint64_t seed, uint64_t stream, uint64_t i) {
-    return float_to_bfloat16_bits(float_at(p, seed, stream, i));
+    return from_float(float_at(p, seed, stream, i));
   }
 };
 

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <list>
 #include <mutex>
 #include <thread>
@@ -63,6 +64,13 @@ Stats stats_of(std::vector<double> times) {
   stats.spread = stats.median > 0 ? (quantile(times, 0.75) - quantile(times, 0.25)) / stats.median : 0;
   return stats;
 }
+
+// One call's outputs from which checking them is worth every core (a compare of this much takes milliseconds).
+constexpr size_t k_parallel_check_bytes = size_t(16) << 20;
+
+// Rounds that must be counted before a profile may stop on its confidence intervals: one round's calls all ran in
+// one stretch of the machine's state, so drift between rounds would not show in its interval.
+constexpr int k_min_counted_rounds = 2;
 
 // A method of producing the task's outputs in this process, timed with `clock`.
 using Method = std::function<std::expected<std::vector<at::Tensor>, std::string>(const std::vector<at::Tensor>&)>;
@@ -170,6 +178,17 @@ Json failed(Json profile, const std::string& stage, const std::string& message) 
 
 }  // namespace
 
+double median_ci(std::vector<double> times) {
+  const size_t n = times.size();
+  if (n < 6) return std::numeric_limits<double>::infinity();
+  std::sort(times.begin(), times.end());
+  const double half = 0.98 * std::sqrt(double(n));  // 1.96 standard deviations of Binomial(n, 1/2), halved
+  const size_t low = size_t(std::max(0.0, std::floor(double(n) / 2 - half)));
+  const size_t high = std::min(n - 1, size_t(std::ceil(double(n) / 2 + half)));
+  const double median = quantile(times, 0.5);
+  return median > 0 ? (times[high] - times[low]) / (2 * median) : std::numeric_limits<double>::infinity();
+}
+
 CompiledOptions baseline_options(const ProfileOptions& options) {
   CompiledOptions compiled = options.compiled;
   compiled.num_threads = options.num_threads;
@@ -269,6 +288,12 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   // Each round's slice of the three, as its boundaries in times[]: rounds[k][method] is where round k began.
   std::vector<std::array<size_t, 3>> rounds;
   std::vector<std::array<double, 3>> began;  // when each method's part of each round began, in Unix seconds (--samples)
+  // The first round only sizes the others: its calls are checked but not counted. They are each method's first on
+  // this profile, and eager's ran 10-30% slow on the H200 (bench/RESULTS.md, session 7). A lone round counts.
+  auto counted = [&](size_t method) {
+    size_t first = options.rounds > 1 && rounds.size() > 1 ? rounds[1][method] : 0;
+    return std::vector<double>(times[method].begin() + long(first), times[method].end());
+  };
   for (int round = 0; round < options.rounds; ++round) {
     rounds.push_back({times[0].size(), times[1].size(), times[2].size()});
     std::vector<uint64_t> seeds;
@@ -320,8 +345,11 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
         phases.mark("compile");
       }
     }
-    // Checking is not timed: it may use every core (cpu), then the baselines get their threads back.
-    at::set_num_threads(int(std::max(1u, std::thread::hardware_concurrency())));
+    // Checking is not timed: it may use every core (cpu), then the baselines get their threads back. Not for small
+    // outputs: there a parallel compare waits on whichever core another process holds, and a relu's 226 checks took
+    // 2.9 s on the 2-core machine under load against 0.7 s for 803 quiet (bench/RESULTS.md, issue 24 item 6).
+    if (output_bytes >= k_parallel_check_bytes)
+      at::set_num_threads(int(std::max(1u, std::thread::hardware_concurrency())));
     for (size_t i = 0; i < seeds.size(); ++i) {
       std::string call = label + ", call " + std::to_string(i + 1);
       if (auto failure = call_failure(*candidate_run, i, call, session->options())) {
@@ -365,21 +393,25 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
       double per_round = options.min_ms * 1000.0 / double(options.rounds - 1);
       calls = std::clamp(int(std::min(std::ceil(per_round / slowest), by_memory)), 2, options.max_calls);
     }
+    // Known well enough: every timed method's median within +-ci (a stopping rule, so the interval is checked after
+    // each counted round from the second on; the record states the intervals it ended with).
+    if (options.ci > 0 && round >= k_min_counted_rounds && round + 1 < options.rounds) {
+      bool known = median_ci(counted(0)) <= options.ci && median_ci(counted(1)) <= options.ci;
+      if (compiled && compiled_run_times) known = known && median_ci(counted(2)) <= options.ci;
+      if (known) break;
+    }
   }
 
   session->finish();
   phases.mark("runner_exit");  // its own phase: a CUDA process's teardown is not small
 
-  // The first round only sizes the others: its calls are checked but not counted. They are each method's first on
-  // this profile, and eager's ran 10-30% slow on the H200 (bench/RESULTS.md, session 7). A lone round counts.
-  auto counted = [&](size_t method) {
-    size_t first = options.rounds > 1 ? rounds[1][method] : 0;
-    return std::vector<double>(times[method].begin() + long(first), times[method].end());
-  };
   Stats candidate_stats = stats_of(counted(0)), eager_stats = stats_of(counted(1)),
         compile_stats = stats_of(counted(2));
   bool has_compile = compiled != nullptr && compile_stats.count > 0;
-  profile["rounds"] = options.rounds;
+  profile["rounds"] = rounds.size();  // fewer than options.rounds when the intervals stopped the profile
+  profile["ci"] = {{"candidate", median_ci(counted(0))},
+                   {"eager", median_ci(counted(1))},
+                   {"compile", has_compile ? Json(median_ci(counted(2))) : Json(nullptr)}};
   profile["times_us"] = {{"candidate", candidate_stats.median},
                          {"eager", eager_stats.median},
                          {"compile", has_compile ? Json(compile_stats.median) : Json(nullptr)}};

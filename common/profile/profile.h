@@ -8,6 +8,7 @@
 #include <expected>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "harness/options.h"
 #include "kernel/builder.h"
@@ -22,9 +23,11 @@ struct ProfileOptions {
   std::string runner;            // path of ca-runner; default: beside this executable
   int num_threads = 1;           // cpu: the candidate's ctx->num_threads and eager's intra-op threads
   std::optional<uint64_t> seed;  // reproduce a run; by default seeds are secret
-  int rounds = 5;                // interleaved rounds, one runner invocation each
+  int rounds = 5;                // interleaved rounds, one runner invocation each; at most, when ci stops them sooner
   double min_ms = 100;           // measured time per method, at least (more calls per round until reached)
   int max_calls = 200;           // timed calls per method and round, at most
+  double ci = 0;                 // > 0: stop after a counted round (the second or later) once every timed method's
+                                 // median is known within +-ci of itself (95%, median_ci); 0: all rounds
   bool compile = true;           // time the compiled baseline
   bool samples = false;          // keep every timed call's time in the record (samples_us)
   CompiledOptions compiled;      // its cache; compiled.tf32 is the TF32 mode of both timed baselines;
@@ -33,6 +36,10 @@ struct ProfileOptions {
   double peak_bytes_per_s = 0;   // the floor's bandwidth; 0: the device's own (timing/speed_of_light.h)
   std::string lock_dir;          // for the device lease; "" = $CA_LOCK_DIR or /tmp
 };
+
+/// Half the width of the distribution-free 95% confidence interval of the median of `times` (the order statistics
+/// at n/2 -+ 0.98 sqrt(n)), over the median: 0.02 says the median is known within 2%. Infinity below 6 times.
+double median_ci(std::vector<double> times);
 
 /// The compiled baseline's options: options.compiled with the cpu threads of the candidate and of eager.
 CompiledOptions baseline_options(const ProfileOptions& options);

@@ -40,13 +40,22 @@ size_t last_level_cache_bytes() {
   return size_t(32) << 20;
 }
 
+// Writes `bytes` of `data` with ordinary stores, one a cache line, each line allocated in the cache and so evicting
+// an older one. Not memset: glibc's memset turns to non-temporal stores above a size near the cache's, which bypass
+// the cache and evict nothing (a 64 MiB memset left a 1 MiB probe as fast to read as before it; bench/RESULTS.md).
+// Volatile, so the compiler cannot turn the loop back into a memset.
+void sweep(uint8_t* data, size_t bytes, uint8_t value) {
+  volatile uint8_t* line = data;
+  for (size_t i = 0; i < bytes; i += 64) line[i] = value;
+}
+
 // Bytes one flush writes (see choose_flush_bytes), measured once a process: the runner and the tools each make
 // clocks, and the answer is the machine's.
 size_t measured_flush_bytes() {
   static const size_t bytes = [] {
     const size_t cap = std::min(2 * last_level_cache_bytes(), k_max_cpu_flush_bytes);
     const size_t probe_bytes = std::min(k_flush_probe_bytes, cap / 2);
-    std::vector<uint8_t> probe(probe_bytes, 1), sweep(cap, 0);
+    std::vector<uint8_t> probe(probe_bytes, 1), flush_buffer(cap, 0);
     uint8_t round = 0;
     volatile uint64_t sink = 0;
     // Touch the probe (as a call's inputs are touched before the flush), write `flush` bytes, time a read of it.
@@ -55,7 +64,7 @@ size_t measured_flush_bytes() {
       for (int repeat = 0; repeat < 3; ++repeat) {  // the least of three: an interrupt only ever adds time
         uint64_t sum = 0;
         for (size_t i = 0; i < probe.size(); i += 64) sum += probe[i];
-        std::memset(sweep.data(), int(++round), flush);
+        sweep(flush_buffer.data(), flush, ++round);
         auto start = Steady::now();
         for (size_t i = 0; i < probe.size(); i += 64) sum += probe[i];
         double us = micros(Steady::now() - start);
@@ -79,9 +88,8 @@ class CpuClock final : public CallClock {
   CpuClock() : m_flush(measured_flush_bytes()) {}
 
   void prepare() override {
-    // A new value each time, so the stores cannot be elided or skipped by a clever memset.
-    std::memset(m_flush.data(), int(++m_round), m_flush.size());
-    m_sink = uint8_t(m_sink + m_flush[m_round % m_flush.size()]);
+    // A new value each time, so no store writes what the line already holds.
+    sweep(m_flush.data(), m_flush.size(), ++m_round);
   }
   void start() override { m_start = Steady::now(); }
   ClockSample stop() override {
@@ -93,7 +101,6 @@ class CpuClock final : public CallClock {
  private:
   std::vector<uint8_t> m_flush;
   uint8_t m_round = 0;
-  volatile uint8_t m_sink = 0;
   Steady::time_point m_start;
 };
 
