@@ -44,7 +44,8 @@ std::expected<Json, JournalError> header_of(const JournalOptions& options) {
 // What differs between the journal's run and this one, for the refusal: the first flag or input that does.
 std::string difference(const Json& journaled, const Json& now) {
   if (journaled.value("version", 0) != k_journal_version) return "it was written by another version of the journal";
-  if (journaled.value("tool", "") != now["tool"]) return "it is of " + journaled.value("tool", std::string("?"));
+  if (journaled.value("tool", std::string()) != now.value("tool", std::string()))
+    return "it is of " + journaled.value("tool", std::string("?"));
   const Json& flags = journaled.contains("flags") ? journaled["flags"] : Json::object();
   for (const auto& [name, value] : now["flags"].items()) {
     Json before = flags.contains(name) ? flags[name] : Json();
@@ -56,7 +57,7 @@ std::string difference(const Json& journaled, const Json& now) {
   if (journaled.value("inputs", Json()) != now["inputs"]) {
     const Json& before = journaled.value("inputs", Json::array());
     for (size_t i = 0; i < now["inputs"].size(); ++i) {
-      if (i >= before.size() || before[i].value("path", "") != now["inputs"][i]["path"])
+      if (i >= before.size() || before[i].value("path", std::string()) != now["inputs"][i].value("path", std::string()))
         return "its inputs were other files";
       if (before[i] != now["inputs"][i]) return "input " + now["inputs"][i].value("path", "") + " changed since";
     }
