@@ -1,11 +1,15 @@
 #include "util/atomic_file.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -18,9 +22,16 @@ std::expected<AtomicFile, std::string> AtomicFile::create(const std::string& pat
     if (stream == nullptr) return std::unexpected(path + ": cannot open: " + std::strerror(errno));
     return AtomicFile(path, "", stream);
   }
-  std::string temp = path + ".tmp-XXXXXX";
-  int fd = mkstemp(temp.data());
+  // The pid and the lock tell a later run whether the writer is still alive (remove_stale_temporaries).
+  std::string temp = path + ".tmp-" + std::to_string(::getpid()) + "-XXXXXX";
+  int fd = mkostemp(temp.data(), O_CLOEXEC);
   if (fd < 0) return std::unexpected(path + ": cannot create: " + std::strerror(errno));
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int saved = errno;
+    close(fd);
+    unlink(temp.c_str());
+    return std::unexpected(path + ": cannot lock " + temp + ": " + std::strerror(saved));
+  }
   FILE* stream = fdopen(fd, "w");
   if (stream == nullptr) {
     close(fd);
@@ -57,6 +68,36 @@ std::expected<void, std::string> AtomicFile::commit() {
   }
   m_temp_path.clear();
   return {};
+}
+
+size_t remove_stale_temporaries(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const std::string prefix = target.filename().string() + ".tmp-";
+  std::error_code failed;
+  fs::directory_iterator entries(target.parent_path().empty() ? fs::path(".") : target.parent_path(), failed);
+  if (failed) return 0;
+  size_t removed = 0;
+  for (const auto& entry : entries) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(prefix)) continue;
+    // "<pid>-XXXXXX": a name of another form (a temporary from before pids were in the name) has no owner to ask.
+    const std::string rest = name.substr(prefix.size());
+    size_t digits = 0;
+    while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
+    if (digits == 0 || digits > 9 || rest.size() != digits + 7 || rest[digits] != '-') continue;
+    const pid_t pid = pid_t(std::stol(rest.substr(0, digits)));
+    // Alive, or another user's (EPERM): not stale. A reused pid keeps a stale file, never removes a live one.
+    if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    int fd = ::open(entry.path().c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat info;
+    if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && ::flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+        ::unlink(entry.path().c_str()) == 0)
+      ++removed;
+    ::close(fd);
+  }
+  return removed;
 }
 
 std::expected<void, std::string> write_file_atomic(const std::string& path, std::string_view contents) {

@@ -10,9 +10,11 @@ namespace ca {
 
 class AtomicFile {
  public:
-  /// Creates a temporary file next to `path`; when `path` exists and is not a
-  /// regular file (/dev/null, a FIFO), writes to it directly, since renaming
-  /// over a device would replace it. Returns an error message on failure.
+  /// Creates a temporary file next to `path`, "<path>.tmp-<pid>-XXXXXX", held
+  /// under an exclusive flock until it is committed or removed; when `path`
+  /// exists and is not a regular file (/dev/null, a FIFO), writes to it
+  /// directly, since renaming over a device would replace it. Returns an error
+  /// message on failure.
   static std::expected<AtomicFile, std::string> create(const std::string& path);
   AtomicFile(AtomicFile&& other) noexcept;
   AtomicFile& operator=(AtomicFile&&) = delete;
@@ -29,6 +31,12 @@ class AtomicFile {
   std::string m_temp_path;
   FILE* m_stream = nullptr;
 };
+
+/// Removes the temporaries of output `path` that runs killed before their commit (SIGKILL, a power cut) left
+/// beside it: "<path>.tmp-<pid>-XXXXXX" whose process is gone and whose lock no process holds (a process in another
+/// pid namespace, a sandbox's, shows another pid, but its lock still counts). Returns how many it removed; a file it
+/// cannot inspect is left alone. JsonlWriter::open calls it for every output file.
+size_t remove_stale_temporaries(const std::string& path);
 
 /// Writes `contents` to `path` atomically. Returns an error message on failure.
 std::expected<void, std::string> write_file_atomic(const std::string& path, std::string_view contents);

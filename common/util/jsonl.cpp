@@ -144,6 +144,7 @@ JsonlReader::Status JsonlReader::next(Record& record, std::string& message) {
 
 std::expected<JsonlWriter, std::string> JsonlWriter::open(const std::string& path) {
   if (path == "-") return JsonlWriter(std::nullopt);
+  remove_stale_temporaries(path);
   auto file = AtomicFile::create(path);
   if (!file) return std::unexpected(file.error());
   return JsonlWriter(std::move(*file));

@@ -68,7 +68,8 @@ class JsonlWriter {
   enum class Status { ok, broken_pipe, io_error };
 
   /// Writes to standard output for "-" (flushed per record), else to a
-  /// temporary file that commit() renames onto `path`.
+  /// temporary file that commit() renames onto `path`, after removing the
+  /// temporaries that killed runs left beside `path` (remove_stale_temporaries).
   static std::expected<JsonlWriter, std::string> open(const std::string& path);
 
   /// Writes one record as one line.
