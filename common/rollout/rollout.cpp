@@ -4,9 +4,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include "rollout/journal.h"
+#include "rollout/judge_child.h"
 #include "util/log.h"
 #include "util/remove_tree.h"
 #include "util/sha256.h"
@@ -107,6 +109,19 @@ ExitCode run_rollout(const RolloutOptions& options) {
       return ExitCode::io_error;
     }
     episode.work_dir = pattern;
+  }
+  // --judge auto: one warm judge for this process's episodes, stopped when they are done (declared before the
+  // worker threads, so it outlives them).
+  std::optional<JudgeChild> judge;
+  if (episode.tools.judge_socket == "auto" && !jobs.empty()) {
+    auto started = JudgeChild::start(episode.tools.bin_dir, 600);
+    if (started) {
+      judge.emplace(std::move(*started));
+      episode.tools.judge_socket = judge->socket();
+    } else {
+      warning("--judge auto: " + started.error() + "; the cold tools judge the agent's calls");
+      episode.tools.judge_socket.clear();
+    }
   }
   verbose(std::to_string(jobs.size()) + " episodes to run, " + std::to_string(journal->done().size()) + " done before");
 

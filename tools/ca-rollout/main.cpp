@@ -63,8 +63,8 @@ int main(int argc, char** argv) try {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--judge", options.episode.tools.judge_socket,
-                 "A warm judge's socket (ca-judge serve) for the agent's verify and profile calls; the cold tools "
-                 "when none answers there");
+                 "A warm judge's socket (ca-judge serve) for the agent's verify and profile calls, or auto: start "
+                 "one for this run; the cold tools when none answers");
   app.add_flag("--no-compile", no_compile, "Profile without the torch.compile baseline (rewards at most 2)");
   app.add_flag("--no-final-profile", no_final_profile,
                "Final judgement without ca-profile (rewards at most 1; for plumbing tests)");
