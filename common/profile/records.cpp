@@ -49,6 +49,12 @@ void add_timing_flags(CLI::App& app, ProfileOptions& options) {
       ->check(count(4096));
 }
 
+void apply_workspace_timing(const CLI::App& app, ProfileOptions& options) {
+  if (app.count("--rounds") == 0) options.rounds = 9;
+  if (app.count("--max-calls") == 0) options.max_calls = 25;
+  if (app.count("--ci") == 0) options.ci = 0.02;
+}
+
 ExitCode precompile_baselines(const std::string& tasks_path, Backend backend, const ProfileOptions& options,
                               unsigned jobs, OnBadRecord on_bad) {
   const at::Device device = backend == Backend::cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);

@@ -23,6 +23,11 @@ Judge profile_judge(const ProfileOptions& options);
 /// --max-calls, --samples, --threads.
 void add_timing_flags(CLI::App& app, ProfileOptions& options);
 
+/// An agent's profile of its workspace (--workspace), its reward coming from a record-mode profile after the episode:
+/// of the timing flags `app` was not given, --rounds 9, --max-calls 25 and --ci 0.02, so a 40 us kernel's profile
+/// takes seconds rather than the record defaults' 800 calls a method (issue 24 item 6; ca-profile(1)).
+void apply_workspace_timing(const CLI::App& app, ProfileOptions& options);
+
 /// ca-profile --precompile: compiles the missing compiled baselines of every task of `tasks_path` for `backend`
 /// (precompile_tasks, in `jobs` bridge processes) and prints its summary line on stdout. Returns its exit code.
 ExitCode precompile_baselines(const std::string& tasks_path, Backend backend, const ProfileOptions& options,

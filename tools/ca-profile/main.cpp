@@ -46,12 +46,14 @@ int main(int argc, char** argv) try {
     return to_int(precompile_baselines(sources.tasks, *backend, options, cli.common().jobs,
                                        fail_fast ? OnBadRecord::stop : OnBadRecord::skip));
   }
-  Judge profile = profile_judge(options);
   // Inside a workspace, plain `ca-profile` times it.
   if (auto code = settle_workspace(inputs, sources.workspace, sources.backend, app.count("--backend") > 0))
     return to_int(*code);
-  if (!sources.workspace.empty())
-    return to_int(judge_workspace(sources.workspace, sources.backend, profile, agent_profile_line));
+  if (!sources.workspace.empty()) {
+    apply_workspace_timing(app, options);
+    return to_int(judge_workspace(sources.workspace, sources.backend, profile_judge(options), agent_profile_line));
+  }
+  Judge profile = profile_judge(options);
   return to_int(judge_records(inputs, output, sources.tasks, fail_fast, "profile", profile, 1, cli.journal_options()));
 } catch (...) {  // LibTorch's and the standard library's exceptions: util/exceptions.h
   return report_uncaught_exception();
