@@ -76,11 +76,13 @@ sanitize-thread: build-tsan/build.ninja
 	bash tests/sanitize/run.sh thread build-tsan -j $(JOBS)
 
 # The environment's benchmarks on the CPU (bench/run.sh; the GPU script runs them on cuda), the agent harness's
-# overhead per tool call (bench/tool_calls.sh), then a PPO step of ca-train against the same step in PyTorch on a
-# tiny model (bench/ppo_step.sh; tests/gpu/run.sh runs it on cuda with SmolLM2-135M).
+# overhead per tool call (bench/tool_calls.sh), cold against warm judging (bench/judge_warm.sh; cuda in
+# tests/gpu/run.sh too), then a PPO step of ca-train against the same step in PyTorch on a tiny model
+# (bench/ppo_step.sh; tests/gpu/run.sh runs it on cuda with SmolLM2-135M).
 bench: build
 	bash bench/run.sh cpu
 	bash bench/tool_calls.sh
+	bash bench/judge_warm.sh cpu
 	bash bench/ppo_step.sh cpu
 
 demo: build

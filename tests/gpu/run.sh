@@ -72,6 +72,9 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu
   --format=csv,noheader,nounits -lms 20 >"$OUT/bench.clocks.csv" 2>&1 & clocks=$!
 step bench timeout "${BENCH_TIMEOUT:-300}" bash bench/run.sh cuda "$OUT/bench"
 kill "$clocks" 2>/dev/null
+# Cold against warm (ca-judge serve) verify + profile of a changed kernel on the bench tasks (issue 24 item 5).
+step judge_warm timeout "${JUDGE_BENCH_TIMEOUT:-420}" env CA_BIN="$PWD/build-gpu/bin" bash bench/judge_warm.sh cuda \
+  "$OUT/judge_warm"
 # Whether the gemm's per-process modes exist in plain PyTorch too, and which flush removes them (bench/RESULTS.md).
 step spread_probe timeout "${PROBE_TIMEOUT:-240}" python3 bench/spread_probe.py
 step cuda_interpreter env CA_TEST_DEVICE=cuda build-gpu/bin/ca_torch_tests --gtest_filter='Programs/*:TensorsTest.*'
