@@ -11,12 +11,12 @@
 # The model is SmolLM2-135M-Instruct (scripts/setup-models.sh fetches it). Every stage writes its outputs under
 # $DEMO_OUT (default build/demo) and a stamp .done/<stage> when it succeeds; a rerun skips stamped stages and
 # resumes an interrupted rollout or training run. A stage that fails stops the demo with its log's last lines.
-# Set-up: DEMO_OUT, DEMO_BACKEND (cpu or cuda; default: cuda when nvidia-smi lists a GPU), DEMO_SMALL=1 (a
+# Set-up: CA_BIN (the tools; default build/bin), DEMO_OUT, DEMO_BACKEND (cpu or cuda; default: cuda when nvidia-smi lists a GPU), DEMO_SMALL=1 (a
 # plumbing run: a tiny random model, 2+2 tasks, one update each; tests/cli/demo_small.sh).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
-bin=$root/build/bin
+bin=${CA_BIN:-$root/build/bin}
 py=$root/.venv/bin/python
 out=${DEMO_OUT:-$root/build/demo}
 small=${DEMO_SMALL:-0}
@@ -58,10 +58,10 @@ stage() {
   echo "== $title"
   start=$(date +%s)
   set +e
-  (set -e; "stage_$name") > >(tee -a "$out/logs/$name.log" | sed -u 's/^/   /') 2>&1
-  code=$?
+  # A pipeline, not a process substitution: its end waits for the log to be written.
+  (set -e; "stage_$name") 2>&1 | tee -a "$out/logs/$name.log" | sed -u 's/^/   /'
+  code=${PIPESTATUS[0]}
   set -e
-  wait  # the tee above
   if [ "$code" -ne 0 ]; then
     echo "demo: error: stage '$name' failed with exit code $code; its log: $out/logs/$name.log" >&2
     echo "demo: rerun 'make demo' to resume from this stage" >&2
