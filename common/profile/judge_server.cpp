@@ -2,17 +2,17 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <thread>
-
-#include <ATen/Parallel.h>
 
 #include "profile/records.h"
 #include "sandbox/workspace.h"
-#include "torch/cpu_caching_allocator.h"
 #include "util/exceptions.h"
 #include "util/log.h"
 #include "util/signals.h"
@@ -31,8 +31,11 @@ Json error_answer(ExitCode code, const std::string& tool, const std::string& mes
 struct WarmJudge::State {
   std::map<std::string, Json> tasks;
   Judge verify, profile, profile_no_compile;
-  int default_threads = 1;  // LibTorch's intra-op threads as a fresh tool starts with them
-  std::mutex one_at_a_time;
+  Judge workspace_profile, workspace_profile_no_compile;  // an agent's: ca-profile --workspace's timing
+  std::mutex profiles;                                    // one profile at a time
+  std::mutex slots_mutex;                                 // verifies at once, at most `slots`
+  std::condition_variable slot_freed;
+  unsigned slots = 1;
 };
 
 WarmJudge::WarmJudge(std::unique_ptr<State> state) : m_state(std::move(state)) {}
@@ -45,12 +48,16 @@ std::expected<std::unique_ptr<WarmJudge>, std::string> WarmJudge::make(const Jud
     if (!loaded) return std::unexpected(loaded.error().message);
     state->tasks = std::move(*loaded);
   }
-  state->default_threads = at::get_num_threads();
+  state->slots = std::max(1u, options.jobs);
   state->verify = verify_judge(options.verify);  // sets the process's TF32 mode to none, as ca-verify does
   state->profile = profile_judge(options.profile);
   ProfileOptions no_compile = options.profile;
   no_compile.compile = false;
   state->profile_no_compile = profile_judge(no_compile);
+  state->workspace_profile = profile_judge(options.workspace_profile);
+  ProfileOptions workspace_no_compile = options.workspace_profile;
+  workspace_no_compile.compile = false;
+  state->workspace_profile_no_compile = profile_judge(workspace_no_compile);
   return std::unique_ptr<WarmJudge>(new WarmJudge(std::move(state)));
 }
 
@@ -71,12 +78,37 @@ Json WarmJudge::answer(const std::string& line) {
     return error_answer(ExitCode::usage, "ca-judge", "request: backend: expected \"cpu\" or \"cuda\"");
   const std::string name = "ca-" + tool;
 
-  std::lock_guard lock(m_state->one_at_a_time);
-  const Judge& judge = tool == "verify"      ? m_state->verify
-                       : compile.get<bool>() ? m_state->profile
-                                             : m_state->profile_no_compile;
-  // What a fresh ca-verify would start with: a profile before it set LibTorch's threads to the candidate's.
-  at::set_num_threads(m_state->default_threads);
+  // Holds one verify slot while it lives.
+  struct VerifySlot {
+    State* state;
+    explicit VerifySlot(State* s) : state(s) {
+      std::unique_lock lock(state->slots_mutex);
+      state->slot_freed.wait(lock, [&] { return state->slots > 0; });
+      --state->slots;
+    }
+    ~VerifySlot() {
+      {
+        std::lock_guard lock(state->slots_mutex);
+        ++state->slots;
+      }
+      state->slot_freed.notify_one();
+    }
+  };
+  std::unique_lock<std::mutex> profile_turn(m_state->profiles, std::defer_lock);
+  std::optional<VerifySlot> verify_slot;
+  if (tool == "profile") {
+    profile_turn.lock();
+  } else {
+    verify_slot.emplace(m_state.get());
+  }
+  const bool timed_as_workspace = has_workspace, with_compile = compile.get<bool>();
+  const Judge& judge = tool == "verify" ? m_state->verify
+                       : timed_as_workspace
+                           ? (with_compile ? m_state->workspace_profile : m_state->workspace_profile_no_compile)
+                       : with_compile ? m_state->profile
+                                      : m_state->profile_no_compile;
+  // LibTorch's threads are not reset here: at::set_num_threads may not run beside another thread's ops. Each
+  // request runs on a new thread, whose OpenMP team size starts at the process default, as in a fresh tool.
   auto answered = exception_as_error<Json>([&]() -> std::expected<Json, std::string> {
     if (has_workspace) {
       const Json& dir = (*request)["workspace"];
@@ -111,8 +143,6 @@ Json WarmJudge::answer(const std::string& line) {
     out[tool] = std::move(*judged);
     return Json{{"exit", 0}, {"record", std::move(out)}};
   });
-  // A verify's references leave their blocks in the profile's caching allocator; a long-lived judge holds none.
-  if (auto* cache = installed_caching_cpu_allocator()) cache->empty_cache();
   if (!answered) return error_answer(ExitCode::some_failed, name, "request: " + answered.error());
   return *answered;
 }

@@ -29,13 +29,16 @@ struct JudgeServerOptions {
   std::string socket_path;
   std::string tasks_path;  // --tasks: task records for candidates that name a task_id, read once
   VerifyOptions verify;
-  ProfileOptions profile;
+  ProfileOptions profile;            // record requests: ca-profile's
+  ProfileOptions workspace_profile;  // workspace requests: ca-profile --workspace's (apply_workspace_timing)
   size_t max_request_bytes = size_t(256) << 20;
+  unsigned jobs = 1;  // verify requests judged at once
 };
 
-/// A judge that answers requests (the protocol above), one at a time in arrival order: the device's lease already
-/// orders timing, and one at a time keeps process-wide settings (LibTorch's threads, the TF32 mode) as a fresh tool
-/// would have them. Thread-safe.
+/// A judge that answers requests (the protocol above). Profiles are judged one at a time, in arrival order: they
+/// time under the device's exclusive lease anyway, and one at a time keeps the caching allocator's warm blocks to the
+/// profile that timed with them. Verifies run up to options.jobs at once, beside a profile as ca-verify -j beside
+/// ca-profile (their builds overlap its timing; their trials and references wait for its lease). Thread-safe.
 class WarmJudge {
  public:
   /// Fails when --tasks cannot be read (its message names file and line).
@@ -52,9 +55,9 @@ class WarmJudge {
 
 /// ca-judge serve: listens on options.socket_path (private to this user; a stale socket is replaced, a live one
 /// refused), prints "listening on PATH" on stdout once clients may connect, and answers every connection on a thread
-/// of its own until SIGINT or SIGTERM; then stops accepting, lets the requests in flight end (they stop at their
-/// next interrupt check) and removes the socket. Returns 130 after a signal, 74 when the socket cannot be made, 66/65
-/// for --tasks.
+/// of its own (WarmJudge orders the work) until SIGINT or SIGTERM; then stops accepting, lets the requests in flight
+/// end (they stop at their next interrupt check) and removes the socket. Returns 130 after a signal, 74 when the socket
+/// cannot be made, 66/65 for --tasks.
 ExitCode serve_judge(const JudgeServerOptions& options);
 
 /// ca-judge ask: sends one request to the judge at `socket_path` and prints its answer as the cold tool would: the

@@ -13,7 +13,8 @@ ws=$WORK/ws/example_relu_rand
 cp "$dir/relu_rand__correct.cpp" "$ws/kernels/relu.cpp"
 
 start_judge() {  # start_judge: a judge on $sock, its pid in $judge, once it listens
-  "$CA_BIN/ca-judge" serve --socket "$sock" --timeout 20 >"$WORK/serve_out" 2>"$WORK/serve_err" 9>&- &
+  rm -f "$WORK/serve_out"  # an earlier judge's line must not pass for this one's (the redirect truncates late)
+  "$CA_BIN/ca-judge" -j 2 serve --socket "$sock" --timeout 20 >"$WORK/serve_out" 2>"$WORK/serve_err" 9>&- &
   judge=$!
   until grep -q "listening on" "$WORK/serve_out" 2>/dev/null || ! kill -0 "$judge" 2>/dev/null; do sleep 0.05; done
   grep -q "listening on $sock" "$WORK/serve_out" || fail "ca-judge serve did not start: $(head -3 "$WORK/serve_err")"
@@ -55,7 +56,7 @@ run "$CA_BIN/ca-judge" serve --socket "$sock"
 expect_code 74
 expect_stderr "already listens"
 
-# Two clients at once: both answered, both [PASS].
+# Two clients at once (two verify slots): both answered, both [PASS].
 "$CA_BIN/ca-judge" ask --socket "$sock" verify --workspace "$ws" >"$WORK/one" 2>&1 &
 one=$!
 "$CA_BIN/ca-judge" ask --socket "$sock" verify --workspace "$ws" >"$WORK/two" 2>&1 &

@@ -19,11 +19,11 @@ int main(int argc, char** argv) try {
   ToolCli cli("ca-judge",
               "A warm judge: one process per device that answers ca-verify and ca-profile requests on a Unix socket.");
   cli.secret_seed_default();
+  cli.default_jobs(1, "serve: verify requests judged at once (builds and trials overlap); profiles one at a time");
   auto& app = cli.app();
   app.require_subcommand(1);
 
-  auto* serve_cmd = app.add_subcommand(
-      "serve", "Answer verify and profile requests on SOCKET until SIGINT or SIGTERM (one candidate at a time)");
+  auto* serve_cmd = app.add_subcommand("serve", "Answer verify and profile requests on SOCKET until SIGINT or SIGTERM");
   JudgeServerOptions options;
   serve_cmd->add_option("--socket", options.socket_path, "Unix socket path to listen on (made private to this user)")
       ->required();
@@ -54,11 +54,16 @@ int main(int argc, char** argv) try {
   install_interrupt_handlers();
   if (serve_cmd->parsed()) {
     if (app.count("--seed") > 0) options.verify.seed = options.profile.seed = cli.common().seed;
-    // As ca-verify and ca-profile: one runner at a time, with the host's share for one.
-    options.verify.limits.memory_bytes = host_memory_share(options.verify.limits.memory_bytes, 1);
     options.profile.tolerance = options.verify.tolerance;
     options.profile.limits = options.verify.limits;
     options.profile.build = options.verify.build;
+    // Workspace requests are an agent's: timed as ca-profile --workspace times them.
+    options.workspace_profile = options.profile;
+    apply_workspace_timing(*serve_cmd, options.workspace_profile);
+    // As ca-verify -j N: each of N runners at once gets its share of the host's memory (a profile's, as
+    // ca-profile's, the default).
+    options.jobs = cli.common().jobs;
+    options.verify.limits.memory_bytes = host_memory_share(options.verify.limits.memory_bytes, int(options.jobs));
     return to_int(serve_judge(options));
   }
   if (!workspace.empty() && !inputs.empty()) return to_int(usage_error("ask: give FILE... or --workspace, not both"));
