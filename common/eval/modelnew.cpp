@@ -175,6 +175,19 @@ std::expected<std::vector<Json>, std::string> judge_modelnew(const EvalOptions& 
     std::string solution = modelnew_file(options.modelnew, task);
     if (solution.empty()) continue;
     std::string id = task.value("id", std::string());
+    // A problem a run cut short judged is taken from its journal: the key is the task, the digest the task and the
+    // solution's text, which a resume must find unchanged.
+    auto source = read_file(solution);
+    if (!source) return std::unexpected(source.error());
+    const std::string key = "modelnew:" + id, digest = journal_digest(Json{{"task", task}, {"solution", *source}});
+    if (options.journal != nullptr) {
+      auto found = options.journal->find(key, digest);
+      if (!found) return std::unexpected(found.error());
+      if (*found != nullptr && !(*found)->out.empty()) {
+        text += (*found)->out.front().second.dump() + "\n";
+        continue;
+      }
+    }
     auto request = modelnew_request(options, task, solution, readable);
     if (!request) return std::unexpected(request.error());
     std::string request_path = (work / (sanitize_id(id) + ".request.json")).string();
@@ -184,7 +197,14 @@ std::expected<std::vector<Json>, std::string> judge_modelnew(const EvalOptions& 
     if (!result) return std::unexpected("modelnew_judge.py: " + result.error());
     if (!result->ok())
       return std::unexpected(id + ": modelnew_judge.py " + result->describe() + ": " + result->err.substr(0, 2000));
-    text += result->out.substr(0, result->out.find('\n')) + "\n";
+    const std::string line = result->out.substr(0, result->out.find('\n'));
+    if (options.journal != nullptr) {
+      auto judged = parse_json(line);
+      if (!judged) return std::unexpected(id + ": modelnew_judge.py wrote a line that is not JSON");
+      if (auto appended = options.journal->append(key, digest, JournalEntry{{{0, *judged}}, std::nullopt}); !appended)
+        return std::unexpected(appended.error());
+    }
+    text += line + "\n";
   }
   if (auto written = write_file_atomic(judged_path, text); !written) return std::unexpected(written.error());
   std::vector<std::string> argv = {(fs::path(options.bin_dir) / "ca-reward").string(), "-q", "-o", rewarded,

@@ -37,6 +37,40 @@ std::expected<void, std::string> write_records_file(const std::string& path, con
   return write_file_atomic(path, text);
 }
 
+// One stage of the pipeline, `args` writing `output`: from the journal when a run cut short finished it, else run
+// (resuming from the tool's own journal when `resumable` and the run resumes) and journaled with the records it
+// wrote. The key is the tool, the digest its arguments: a stage run otherwise is not the one journaled.
+std::expected<void, std::string> run_stage(const EvalOptions& options, std::vector<std::string> args,
+                                           const std::string& output, bool resumable) {
+  // -j changes how a stage runs, not what it gives: a resume may pass another.
+  Json shaping = Json::array();
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-j") {
+      ++i;
+      continue;
+    }
+    shaping.push_back(args[i]);
+  }
+  const std::string key = "stage:" + args[0], digest = journal_digest(shaping);
+  if (options.journal != nullptr) {
+    auto found = options.journal->find(key, digest);
+    if (!found) return std::unexpected(found.error());
+    if (*found != nullptr) {
+      std::vector<Json> records;
+      for (const auto& [stream, record] : (*found)->out) records.push_back(record);
+      return write_records_file(output, records);
+    }
+  }
+  if (resumable && options.resume) args.push_back("--resume");
+  if (auto ran = run_tool(options, args); !ran) return ran;
+  if (options.journal == nullptr) return {};
+  auto records = read_all_records(output);
+  if (!records) return std::unexpected(records.error());
+  JournalEntry entry;
+  for (Json& record : *records) entry.out.emplace_back(0, std::move(record));
+  return options.journal->append(key, digest, entry);
+}
+
 // The first line of a command's output, "" when it cannot run.
 std::string probe(const std::vector<std::string>& argv) {
   SubprocessOptions options;
@@ -101,7 +135,7 @@ std::expected<std::vector<Json>, std::string> judge(const EvalOptions& options, 
     for (const std::string& flag : options.profile_flags) {
       if (flag == "--no-compile") args.push_back(flag);
     }
-    if (auto ran = run_tool(options, args); !ran) return std::unexpected(ran.error());
+    if (auto ran = run_stage(options, args, trajectories, true); !ran) return std::unexpected(ran.error());
     return read_all_records(trajectories);
   }
   std::vector<Json> candidates;
@@ -117,16 +151,17 @@ std::expected<std::vector<Json>, std::string> judge(const EvalOptions& options, 
   std::string input = (work / "candidates.jsonl").string(), verified = (work / "verified.jsonl").string();
   std::string profiled = (work / "profiled.jsonl").string(), rewarded = (work / "rewarded.jsonl").string();
   if (auto written = write_records_file(input, candidates); !written) return std::unexpected(written.error());
-  if (auto ran = run_tool(
-          options, {"ca-verify", "--tasks", options.suite, "-j", jobs, "--seed", seed, "-q", "-o", verified, input});
+  if (auto ran = run_stage(
+          options, {"ca-verify", "--tasks", options.suite, "-j", jobs, "--seed", seed, "-q", "-o", verified, input},
+          verified, true);
       !ran) {
     return std::unexpected(ran.error());
   }
   std::vector<std::string> profile = {"ca-profile", "--tasks", options.suite, "--seed", seed, "-q", "-o", profiled};
   profile.insert(profile.end(), options.profile_flags.begin(), options.profile_flags.end());
   profile.push_back(verified);
-  if (auto ran = run_tool(options, profile); !ran) return std::unexpected(ran.error());
-  if (auto ran = run_tool(options, {"ca-reward", "-q", "-o", rewarded, profiled}); !ran)
+  if (auto ran = run_stage(options, profile, profiled, true); !ran) return std::unexpected(ran.error());
+  if (auto ran = run_stage(options, {"ca-reward", "-q", "-o", rewarded, profiled}, rewarded, false); !ran)
     return std::unexpected(ran.error());
   return read_all_records(rewarded);
 }
@@ -179,7 +214,11 @@ std::expected<std::vector<Json>, std::pair<ExitCode, std::string>> run_eval(cons
     }
   }
   auto judged = judge(options, *tasks);
-  if (!judged) return std::unexpected(std::pair{ExitCode::io_error, judged.error()});
+  // A stage or problem that differs from the one the journal holds (RecordJournal::find's "--resume: ...") is a
+  // resume of another run: a usage error, like a header that differs.
+  if (!judged)
+    return std::unexpected(
+        std::pair{judged.error().starts_with("--resume: ") ? ExitCode::usage : ExitCode::io_error, judged.error()});
   std::multimap<std::string, TaskResult> by_task;
   for (size_t i = 0; i < judged->size(); ++i) {
     auto result = judge_result((*judged)[i]);

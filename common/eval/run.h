@@ -9,6 +9,7 @@
 
 #include "eval/results.h"
 #include "util/exit_codes.h"
+#include "util/journal.h"
 
 namespace ca {
 
@@ -27,6 +28,11 @@ struct EvalOptions {
   int timed_calls = 20;                    // modelnew: timed calls (each checked too), after 2 warm-up calls
   unsigned jobs = 1;
   uint64_t seed = 0;
+  // The run's journal (util/journal.h; nullptr: none): every finished stage (its tool's records) and every --modelnew
+  // problem judged, so that a resumed run goes on from the first unfinished one.
+  RecordJournal* journal = nullptr;
+  // Resuming: ca-verify, ca-profile and ca-rollout get --resume, and carry on from their own journals in work_dir.
+  bool resume = false;
 };
 
 /// Reads a JSONL file whole. Returns "FILE:LINE: message" for the first bad line, or the open error.
@@ -39,6 +45,8 @@ std::expected<std::vector<Json>, std::string> candidates_from_folder(const std::
                                                                      const std::string& backend);
 
 /// Runs the judging tools (or reads --judged) and returns the judged records. Errors name the tool and its stderr.
+/// With options.journal, a stage the journal holds is not run again: its records are written back to its output in
+/// work_dir for the next stage.
 std::expected<std::vector<Json>, std::string> judge(const EvalOptions& options, const std::vector<Json>& tasks);
 
 /// The summary's `environment`: hardware (the profiles' device, else this CPU), torch and driver versions (probed

@@ -57,7 +57,7 @@ std::optional<std::expected<Json, LlmFailure>> llm_outcome(const JournalEntry& e
   for (const auto& [stream, record] : entry.out) {
     if (stream == 0 && record.is_object()) return Outcome(record);
     if (stream == 1 && record.value("reason", Json()).is_string())
-      return Outcome(std::unexpect, LlmFailure{record["reason"], record.value("detail", "")});
+      return Outcome(std::unexpect, LlmFailure{record["reason"].get<std::string>(), record.value("detail", "")});
   }
   return std::nullopt;  // neither a task nor a failure
 }

@@ -55,7 +55,7 @@ class RecordJournal {
   ~RecordJournal();
 
   /// The entry journaled under `key` (an input record's position, "input:line"), or nullptr when there is none. An
-  /// entry whose input digest differs is an error: the input changed under the journal.
+  /// entry whose input digest differs is an error ("--resume: ..."): the input changed under the journal.
   std::expected<const JournalEntry*, std::string> find(const std::string& key, const std::string& digest) const;
   /// Appends `entry` under `key` and syncs it to disk. Called from one thread at a time. With CA_JOURNAL_KILL_AFTER=K
   /// in the environment the process kills itself with SIGKILL once it has appended K entries: how tests cut short,

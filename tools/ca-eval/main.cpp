@@ -88,6 +88,7 @@ int main(int argc, char** argv) try {
   run->add_option("-o,--output", output, "Results JSONL file, - for stdout")->capture_default_str();
   run->add_option("--workdir", options.work_dir,
                   "Keep the tools' intermediate records here (default: a temporary folder)");
+  cli.add_resume_flag(run, {"--suite", "--solutions", "--judged", "--rejects"});
   auto* report = app.add_subcommand("report", "Write report.md and report.html of a results file");
   report->add_option("RESULTS", report_input, "Results JSONL of ca-eval run")->required();
   report->add_option("-o,--output-dir", report_dir, "Folder for report.md and report.html")->required();
@@ -105,25 +106,39 @@ int main(int argc, char** argv) try {
     options.seed = cli.common().seed;
     if (no_compile) options.profile_flags.push_back("--no-compile");
     options.profile_flags.insert(options.profile_flags.end(), {"--tf32", tf32_mode_name(tf32)});
+    const JournalOptions journal_options = cli.journal_options();
+    auto journal = open_journal(output, journal_options);
+    if (!journal) return to_int(journal.error());
+    options.journal = *journal ? &**journal : nullptr;
+    options.resume = options.journal != nullptr && journal_options.resume;
     std::string temp_dir;
-    if (options.work_dir.empty()) {
+    if (options.work_dir.empty() && options.journal != nullptr) {
+      // A journaled run keeps its tools' records, and their own journals, beside its journal until it completes; a
+      // run that starts over starts from none.
+      options.work_dir = temp_dir = options.journal->path() + ".d";
+      std::error_code ignored;
+      if (!options.resume) fs::remove_all(temp_dir, ignored);
+    } else if (options.work_dir.empty()) {
       std::string pattern = (fs::temp_directory_path() / "ca-eval-XXXXXX").string();
       if (mkdtemp(pattern.data()) == nullptr) return to_int(ExitCode::io_error);
       options.work_dir = temp_dir = pattern;
     }
     fs::create_directories(options.work_dir);
     auto records = run_eval(options);
-    if (!temp_dir.empty()) fs::remove_all(temp_dir);
+    // A run cut short keeps the folder beside its journal for --resume.
+    if (!temp_dir.empty() && (records || options.journal == nullptr)) fs::remove_all(temp_dir);
     if (!records) {
       error(records.error().second);
       return to_int(records.error().first);
     }
-    return to_int(write_records(output, [&](JsonlWriter& writer) {
+    ExitCode code = write_records(output, [&](JsonlWriter& writer) {
       for (const Json& record : *records) {
         if (auto stop = emit(writer, record)) return *stop;
       }
       return ExitCode::ok;
-    }));
+    });
+    if (code != ExitCode::ok && code != ExitCode::some_failed) return to_int(code);
+    return to_int(finish_journal(*journal, code));
   }
   if (report->parsed()) {
     auto loaded = load_run(report_input);
