@@ -42,6 +42,19 @@ waiting_for_lease() {
     sleep 0.05  # a poll: what ends the loop is the state above
   done
 }
+# serve_fake_llm SCRIPT [ARGS...]: starts a fake OpenAI-compatible endpoint (tests/cli/SCRIPT under the python that
+# has torch), waits until it listens (it prints its port: a state, not a time), and sets `server` (its pid, killed
+# when the test exits) and `url` (its API base).
+serve_fake_llm() {
+  "$(torch_python)" "$CA_SOURCE_DIR/tests/cli/$1" "${@:2}" >"$WORK/port" &
+  server=$!
+  trap 'kill "$server" 2>/dev/null; rm -rf "$WORK"' EXIT
+  until [ -s "$WORK/port" ]; do
+    kill -0 "$server" 2>/dev/null || { echo "FAIL: the fake LLM server ended before listening" >&2; exit 1; }
+    sleep 0.1  # a poll: what ends the loop is the state above
+  done
+  url=http://127.0.0.1:$(cat "$WORK/port")/v1
+}
 finish() {
   [ "$failures" -eq 0 ] || { echo "$failures check(s) failed" >&2; exit 1; }
   echo ok

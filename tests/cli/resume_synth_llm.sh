@@ -7,16 +7,9 @@
 source "$(dirname "$0")/lib.bash"
 source "$(dirname "$0")/resume.bash"
 python=$(torch_python)
-"$python" "$CA_SOURCE_DIR/tests/cli/fake_llm_server.py" --by-seed >"$WORK/port" &
-server=$!
-trap 'kill "$server" 2>/dev/null; rm -rf "$WORK"' EXIT
-# The server prints its port once it listens: wait for that, or for its end.
-until [ -s "$WORK/port" ]; do
-  kill -0 "$server" 2>/dev/null || { echo "FAIL: the fake LLM server ended before listening" >&2; exit 1; }
-  sleep 0.1  # a poll: what ends the loop is the state above
-done
+serve_fake_llm fake_llm_server.py --by-seed
 echo '{"kind":"op","name":"aten::gelu","overload":"","schema":"aten::gelu(Tensor self, *, str approximate=\"none\") -> Tensor","category":"activation","usable":true}' >"$WORK/ops.jsonl"
-synth=(env CA_PYTHON="$python" "$CA_BIN/ca-synth" --llm "http://127.0.0.1:$(cat "$WORK/port")/v1" --model fake
+synth=(env CA_PYTHON="$python" "$CA_BIN/ca-synth" --llm "$url" --model fake
   --prompts 6 --seed 2 --params-dir "$WORK/params" "$WORK/ops.jsonl")
 
 run "${synth[@]}" -o "$WORK/full.jsonl"

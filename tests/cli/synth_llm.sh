@@ -6,15 +6,7 @@
 . "$(dirname "$0")/lib.bash"
 synth=$CA_BIN/ca-synth
 python=$(torch_python)
-"$python" "$CA_SOURCE_DIR/tests/cli/fake_llm_server.py" >"$WORK/port" &
-server=$!
-trap 'kill "$server" 2>/dev/null; rm -rf "$WORK"' EXIT
-# The server prints its port once it listens: wait for that, or for its end.
-until [ -s "$WORK/port" ]; do
-  kill -0 "$server" 2>/dev/null || { echo "FAIL: the fake LLM server ended before listening" >&2; exit 1; }
-  sleep 0.1  # a poll: what ends the loop is the state above
-done
-url=http://127.0.0.1:$(cat "$WORK/port")/v1
+serve_fake_llm fake_llm_server.py
 echo '{"kind":"op","name":"aten::gelu","overload":"","schema":"aten::gelu(Tensor self, *, str approximate=\"none\") -> Tensor","category":"activation","usable":true}' >"$WORK/ops.jsonl"
 
 # The fake answers a good model.py, then no code, then a broken model, in turn.

@@ -31,14 +31,8 @@ def get_init_inputs():
 \`\`\`
 PY
 printf '```python\nwhile True:\n    pass\n```\n' >"$WORK/loop.md"
-"$python" "$CA_SOURCE_DIR/tests/cli/fake_llm_replies.py" "$WORK/loop.md" "$WORK/writer.md" >"$WORK/port" &
-server=$!
+serve_fake_llm fake_llm_replies.py "$WORK/loop.md" "$WORK/writer.md"
 trap 'kill "$server" 2>/dev/null; rm -f "$CA_SOURCE_DIR/escaped-from-synth" "$CA_BIN/escaped-from-synth"; rm -rf "$WORK"' EXIT
-until [ -s "$WORK/port" ]; do
-  kill -0 "$server" 2>/dev/null || { echo "FAIL: the fake LLM server ended before listening" >&2; exit 1; }
-  sleep 0.1  # a poll: what ends the loop is the state above
-done
-url=http://127.0.0.1:$(cat "$WORK/port")/v1
 echo '{"kind":"op","name":"aten::tanh","overload":"","schema":"aten::tanh(Tensor self) -> Tensor","category":"activation","usable":true}' >"$WORK/ops.jsonl"
 
 run env CA_PYTHON="$python" "$CA_BIN/ca-synth" --llm "$url" --model fake -n 1 -v --import-timeout 30 \
