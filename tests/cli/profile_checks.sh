@@ -51,6 +51,26 @@ PY
 run "$CA_BIN/ca-profile" "${fast[@]}" --min-ms 2 "$WORK/correct.jsonl"
 grep -q samples_us "$WORK/stdout" && fail "samples_us without --samples"
 
+# --ci F: the rounds stop once every timed median is known within F of itself (95%), checked from the second counted
+# round on; the record states the rounds run and each median's interval. Here F = 1 (100%), so 3 rounds of 6; --ci 0
+# (the records' default) runs them all.
+run "$CA_BIN/ca-profile" "${fast[@]}" --rounds 6 --max-calls 10 --min-ms 100000 --ci 1 "$WORK/correct.jsonl"
+expect_code 0
+python3 - "$WORK/stdout" 3 <<'PY' || fail "--ci 1: $(head -c 600 "$WORK/stdout")"
+import json, sys
+p = json.loads(open(sys.argv[1]).read())["profile"]
+assert p["ok"] and p["rounds"] == int(sys.argv[2]), p
+assert p["count"]["candidate"] == p["count"]["eager"] == 10 * (p["rounds"] - 1), p["count"]
+assert 0 <= p["ci"]["candidate"] <= 1 and 0 <= p["ci"]["eager"] <= 1 and p["ci"]["compile"] is None, p["ci"]
+PY
+run "$CA_BIN/ca-profile" "${fast[@]}" --rounds 4 --max-calls 10 --min-ms 100000 "$WORK/correct.jsonl"
+expect_code 0
+python3 - "$WORK/stdout" <<'PY' || fail "--ci 0: $(head -c 600 "$WORK/stdout")"
+import json, sys
+p = json.loads(open(sys.argv[1]).read())["profile"]
+assert p["ok"] and p["rounds"] == 4 and p["count"]["eager"] == 30 and p["ci"]["eager"] > 0, p
+PY
+
 # Timed calls are checked: a candidate right only for its first five calls
 # passes ca-verify's five trials but not ca-profile (docs/EXPLOITS.md, B12).
 relu honest_when_checked >"$WORK/honest.jsonl"
