@@ -2,6 +2,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
+
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -9,6 +12,7 @@
 #include "rollout/judge.h"
 #include "rollout/tools.h"
 #include "util/atomic_file.h"
+#include "util/unix_socket.h"
 
 namespace ca {
 namespace {
@@ -106,6 +110,60 @@ TEST(ToolboxTest, SaysSoWhenTheSandboxToolIsMissing) {
   ToolResult result = toolbox.call({"1", "bash", "{\"command\": \"ls\"}"});
   EXPECT_FALSE(result.ok);
   EXPECT_TRUE(result.content.starts_with("error: cannot run /no/such/dir/ca-sandbox")) << result.content;
+}
+
+// A stand-in for ca-verify in a bin directory of its own: prints what the cold tool would, exits 1.
+std::string fake_cold_tools(const std::string& name) {
+  std::string dir = ::testing::TempDir() + name;
+  fs::create_directories(dir);
+  std::ofstream(dir + "/ca-verify")
+      << "#!/bin/sh\nprintf '[FAIL] compare: cold\\n'\necho 'ca-verify: note' >&2\nexit 1\n";
+  fs::permissions(dir + "/ca-verify", fs::perms::owner_all);
+  return dir;
+}
+
+TEST(ToolboxTest, AWarmJudgesAnswerReadsAsTheColdToolsOutput) {
+  std::string socket = ::testing::TempDir() + "toolbox_judge.sock";
+  fs::remove(socket);
+  auto listener = UnixListener::bind(socket);
+  ASSERT_TRUE(listener) << listener.error();
+  Json request;
+  std::thread judge([&] {
+    std::optional<int> fd;
+    while (!fd) fd = listener->accept(std::chrono::milliseconds(1000)).value();
+    request = Json::parse(read_line(*fd, 1 << 20, std::chrono::milliseconds(0)).value());
+    Json answer = {{"exit", 1}, {"stdout", "[FAIL] compare: warm\n"}, {"stderr", "ca-verify: note\n"}};
+    (void)write_all(*fd, answer.dump() + "\n");
+    ::close(*fd);
+  });
+  ToolOptions options;
+  options.bin_dir = fake_cold_tools("toolbox_judge_bin");
+  options.judge_socket = socket;
+  options.profile_compile = false;
+  Toolbox toolbox(::testing::TempDir(), options);
+  ToolResult warm = toolbox.call({"1", "verify", "{}"});
+  judge.join();
+  EXPECT_EQ(request["tool"], "verify");
+  EXPECT_EQ(request["backend"], "cpu");
+  EXPECT_EQ(request["compile"], false);
+  EXPECT_TRUE(fs::path(request["workspace"].get<std::string>()).is_absolute()) << request.dump();
+  EXPECT_FALSE(warm.ok);
+  // The same text the cold tool's process gives: stdout, stderr, how it ended.
+  ToolOptions cold_options = options;
+  cold_options.judge_socket.clear();
+  ToolResult cold = Toolbox(::testing::TempDir(), cold_options).call({"2", "verify", "{}"});
+  EXPECT_EQ(warm.content, "[FAIL] compare: warm\nca-verify: note\n\n[exited with status 1]");
+  EXPECT_EQ(cold.content, "[FAIL] compare: cold\nca-verify: note\n\n[exited with status 1]");
+}
+
+TEST(ToolboxTest, NoJudgeAtTheSocketMeansTheColdTool) {
+  ToolOptions options;
+  options.bin_dir = fake_cold_tools("toolbox_nojudge_bin");
+  options.judge_socket = ::testing::TempDir() + "no_judge_here.sock";
+  fs::remove(options.judge_socket);
+  ToolResult result = Toolbox(::testing::TempDir(), options).call({"1", "verify", "{}"});
+  EXPECT_FALSE(result.ok);
+  EXPECT_TRUE(result.content.starts_with("[FAIL] compare: cold\n")) << result.content;
 }
 
 TEST(Base64Test, EncodesWithPadding) {
