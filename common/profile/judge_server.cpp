@@ -11,6 +11,10 @@
 #include <optional>
 #include <thread>
 
+#ifdef CA_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
 #include "profile/records.h"
 #include "sandbox/workspace.h"
 #include "util/exceptions.h"
@@ -21,6 +25,12 @@
 
 namespace ca {
 namespace {
+
+void release_cached_device_memory() {
+#ifdef CA_WITH_CUDA
+  c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+}
 
 Json error_answer(ExitCode code, const std::string& tool, const std::string& message) {
   return {{"exit", to_int(code)}, {"stderr", tool + ": error: " + message + "\n"}};
@@ -109,6 +119,7 @@ Json WarmJudge::answer(const std::string& line) {
                                       : m_state->profile_no_compile;
   // LibTorch's threads are not reset here: at::set_num_threads may not run beside another thread's ops. Each
   // request runs on a new thread, whose OpenMP team size starts at the process default, as in a fresh tool.
+  bool on_cuda = false;
   auto answered = exception_as_error<Json>([&]() -> std::expected<Json, std::string> {
     if (has_workspace) {
       const Json& dir = (*request)["workspace"];
@@ -121,6 +132,7 @@ Json WarmJudge::answer(const std::string& line) {
         if (!recorded) return error_answer(ExitCode::data_error, name, recorded.error());
         if (!recorded->empty()) backend_name = *recorded;
       }
+      on_cuda = backend_name == "cuda";
       auto judged = judge_workspace_text(dir.get<std::string>(), backend_name, judge,
                                          tool == "verify" ? agent_report : agent_profile_line);
       Json answer = {{"exit", to_int(judged.code)}, {"stdout", judged.report}, {"stderr", ""}};
@@ -134,6 +146,7 @@ Json WarmJudge::answer(const std::string& line) {
     auto record_backend = parse_backend(record.value("backend", "cpu"));
     if (!record_backend)
       return error_answer(ExitCode::some_failed, name, "request: backend: expected \"cpu\" or \"cuda\"");
+    on_cuda = *record_backend == Backend::cuda;
     auto judged = judge(*task, record, *record_backend);
     if (!judged) {
       return error_answer(interrupted() ? ExitCode::interrupted : ExitCode::some_failed, name,
@@ -143,6 +156,13 @@ Json WarmJudge::answer(const std::string& line) {
     out[tool] = std::move(*judged);
     return Json{{"exit", 0}, {"record", std::move(out)}};
   });
+  // A cold tool's exit gives the device the memory its tensors left cached; the judge gives it back after each cuda
+  // request, so that a candidate's runner has the device memory it would have beside the cold tools. Never while a
+  // profile runs: its eager outputs time on warm cached blocks.
+  if (on_cuda) {
+    std::unique_lock no_profile(m_state->profiles, std::defer_lock);
+    if (profile_turn.owns_lock() || no_profile.try_lock()) release_cached_device_memory();
+  }
   if (!answered) return error_answer(ExitCode::some_failed, name, "request: " + answered.error());
   return *answered;
 }
