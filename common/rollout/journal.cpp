@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "util/atomic_file.h"
+#include "util/journal.h"
 
 namespace ca {
 
@@ -33,10 +34,9 @@ std::expected<Journal, std::string> Journal::open(const std::string& path, bool 
   if (!text) return std::unexpected(text.error());
   if (!text->empty() && !resume)
     return std::unexpected(path + ": exists and is not empty; pass --resume to finish that run");
-  // A kill mid-write leaves a last line without its newline: it is no record, and the next append must start a line.
-  size_t whole = text->rfind('\n') == std::string::npos ? 0 : text->rfind('\n') + 1;
-  if (whole < text->size() && ::ftruncate(fd, off_t(whole)) != 0)
-    return std::unexpected(path + ": " + std::strerror(errno));
+  auto kept = drop_torn_line(fd, path, *text);
+  if (!kept) return std::unexpected(kept.error());
+  const size_t whole = *kept;
   size_t line = 0;
   for (size_t start = 0; start < whole;) {
     size_t end = text->find('\n', start);
@@ -60,19 +60,7 @@ std::expected<Journal, std::string> Journal::open(const std::string& path, bool 
 std::expected<void, std::string> Journal::append(const Json& record) {
   std::string line = record.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
   std::lock_guard lock(*m_mutex);
-  // One write per record where the pipe or file allows, so a kill leaves at most the last line torn.
-  for (size_t written = 0; written < line.size();) {
-    ssize_t n = ::write(m_fd, line.data() + written, line.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0)
-      return std::unexpected(errno == EPIPE ? std::string("broken pipe") : m_path + ": " + std::strerror(errno));
-    written += size_t(n);
-  }
-  // /dev/null and pipes cannot be synced (EINVAL); what they take is all there is.
-  if (m_fd != STDOUT_FILENO && ::fdatasync(m_fd) != 0 && errno != EINVAL) {
-    return std::unexpected(m_path + ": " + std::strerror(errno));
-  }
-  return {};
+  return append_journal_line(m_fd, m_path, line);
 }
 
 }  // namespace ca

@@ -1,6 +1,10 @@
 // The rollout's output file as a journal: every finished episode is appended
 // and flushed at once, so a killed run loses only the episodes in flight, and
-// --resume knows which (task_id, sample) pairs are done.
+// --resume knows which (task_id, sample) pairs are done. Not a RecordJournal
+// (util/journal.h), whose output appears only at the end beside a journal of
+// its own: here the output itself grows as episodes end (ca-rollout(1)), in the
+// order they end, also on standard output, so it shares only the line writing
+// and the torn-line repair (append_journal_line, drop_torn_line).
 #pragma once
 
 #include <cstdio>

@@ -67,19 +67,32 @@ std::string difference(const Json& journaled, const Json& now) {
 }
 
 std::expected<void, std::string> write_line(int fd, const std::string& path, const Json& value) {
-  std::string line = value.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
-  for (size_t written = 0; written < line.size();) {
-    ssize_t n = ::write(fd, line.data() + written, line.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return std::unexpected(path + ": " + std::strerror(errno));
-    written += size_t(n);
-  }
-  // Synced per record: a record the journal holds survives a kill or a power cut.
-  if (::fdatasync(fd) != 0) return std::unexpected(path + ": " + std::strerror(errno));
-  return {};
+  return append_journal_line(fd, path, value.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n");
 }
 
 }  // namespace
+
+std::expected<void, std::string> append_journal_line(int fd, const std::string& path, const std::string& line) {
+  // One write where the file or pipe allows, so that a kill leaves at most the last line torn.
+  for (size_t written = 0; written < line.size();) {
+    ssize_t n = ::write(fd, line.data() + written, line.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::unexpected(errno == EPIPE ? std::string("broken pipe") : path + ": " + std::strerror(errno));
+    written += size_t(n);
+  }
+  // Synced per line: a record the journal holds survives a kill or a power cut. Pipes and /dev/null cannot be synced
+  // (EINVAL); what they took is all there is.
+  if (::fdatasync(fd) != 0 && errno != EINVAL) return std::unexpected(path + ": " + std::strerror(errno));
+  return {};
+}
+
+std::expected<size_t, std::string> drop_torn_line(int fd, const std::string& path, const std::string& text) {
+  // A kill mid-write leaves a last line without its newline: it is no entry, and the next append must start a line.
+  size_t whole = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
+  if (whole < text.size() && ::ftruncate(fd, off_t(whole)) != 0)
+    return std::unexpected(path + ": " + std::strerror(errno));
+  return whole;
+}
 
 std::string RecordJournal::path_for(const std::string& output) {
   return output + ".journal";
@@ -122,10 +135,10 @@ std::expected<std::optional<RecordJournal>, JournalError> RecordJournal::open(co
   int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) return fail(ExitCode::io_error, path + ": " + std::strerror(errno));
   RecordJournal journal(path, fd);
-  // A kill mid-write leaves a last line without its newline: it is no entry, and the next append must start a line.
-  size_t whole = !text || text->rfind('\n') == std::string::npos ? 0 : text->rfind('\n') + 1;
-  if (::ftruncate(fd, off_t(whole)) != 0) return fail(ExitCode::io_error, path + ": " + std::strerror(errno));
-  if (whole == 0) {
+  auto kept = drop_torn_line(fd, path, text.value_or(""));
+  if (!kept) return fail(ExitCode::io_error, kept.error());
+  const size_t whole = *kept;
+  if (whole == 0) {  // none there, or a header a kill tore: the journal starts anew
     if (auto written = write_line(fd, path, *header); !written) return fail(ExitCode::io_error, written.error());
     return std::optional<RecordJournal>(std::move(journal));
   }

@@ -77,6 +77,15 @@ class RecordJournal {
   std::map<std::string, std::pair<std::string, JournalEntry>> m_entries;  // key -> (digest, entry)
 };
 
+/// Appends `line` (ending in a newline) to the journal open as `fd` in full, retrying short writes, and syncs it, so
+/// that a kill tears at most that line and a power cut loses none before it (a pipe or /dev/null, which cannot be
+/// synced, is not). Errors name `path`; a reader of a pipe that went away is "broken pipe". For RecordJournal and
+/// ca-rollout's trajectory file, whose output is its own journal (rollout/journal.h).
+std::expected<void, std::string> append_journal_line(int fd, const std::string& path, const std::string& line);
+/// The length of the whole lines of `text`, the contents of the journal open as `fd` (with O_APPEND): a last line a
+/// kill tore (no newline) is no entry, and is cut off the file so that the next append starts a line.
+std::expected<size_t, std::string> drop_torn_line(int fd, const std::string& path, const std::string& text);
+
 /// The key of an input record in a journal: its input file's index among the run's inputs and its line.
 std::string journal_key(const Record& record);
 /// The digest of an input record's value, which its journal entry must match on resume.
