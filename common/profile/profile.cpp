@@ -35,12 +35,14 @@ using Error = std::unexpected<std::string>;
 constexpr double k_round_output_bytes = double(size_t(512) << 20);
 
 constexpr const char* k_method =
-    "one method for all three: cache flushed (cuda: 2x L2; cpu: what evicts a probe, measured, at most 2x LLC) and "
+    "one method for all three: cache flushed (cuda: 2x L2; cpu: 2x what evicts a probe, measured, at most 2x LLC, "
+    "written by ordinary stores) and "
     "device idle before each call; device clock (cuda "
     "events) and host clock (to a device-wide sync), the slower where they disagree; fresh inputs every call; "
     "outputs and intermediates in warm memory (the runner's poisoned buffers; the baselines' caching allocators); "
     "first call of each round untimed; rounds interleaved in rotating order, one runner for all; the first round "
-    "sizes the rest and is checked, not counted; median";
+    "sizes the rest and is checked, not counted; median (with --ci, rounds stop once each median's 95% interval is "
+    "that close)";
 
 struct Stats {
   double median = 0, spread = 0;
