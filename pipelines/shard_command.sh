@@ -21,9 +21,10 @@ elif [ -n "${POLICY:-}" ]; then source=(--policy "$POLICY")
 elif [ -n "${SOLUTIONS:-}" ]; then source=(--solutions "$SOLUTIONS")
 else echo "shard_command.sh: set SOLUTIONS, MODELNEW or POLICY" >&2; exit 64
 fi
+# --resume: a shard cut short (a time limit, a requeued Slurm job) carries on from its journal; with none it starts.
 # shellcheck disable=SC2206 # EVAL_FLAGS are words by design
 command=("$BIN/ca-eval" run --suite "$out/shards/shard-$index.jsonl" "${source[@]}" ${EVAL_FLAGS:-}
-  --workdir "$out/work-$index" -o "$out/work-$index/results.jsonl")
+  --workdir "$out/work-$index" -o "$out/work-$index/results.jsonl" --resume)
 if [ -n "${DRY_RUN:-}" ]; then echo "${command[*]}"; exit 0; fi
 mkdir -p "$out/work-$index"
 exec "${command[@]}"
