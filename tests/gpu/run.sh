@@ -72,6 +72,8 @@ nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu
   --format=csv,noheader,nounits -lms 20 >"$OUT/bench.clocks.csv" 2>&1 & clocks=$!
 step bench timeout "${BENCH_TIMEOUT:-300}" bash bench/run.sh cuda "$OUT/bench"
 kill "$clocks" 2>/dev/null
+# The CUDA examples through the warm judge: the same verdicts and rewards as the cold tools (issue 24 item 5).
+step judge_cuda_examples timeout "${JUDGE_EXAMPLES_TIMEOUT:-420}" env OUT="$OUT" bash tests/gpu/judge_cuda_examples.sh
 # Cold against warm (ca-judge serve) verify + profile of a changed kernel on the bench tasks (issue 24 item 5).
 step judge_warm timeout "${JUDGE_BENCH_TIMEOUT:-420}" env CA_BIN="$PWD/build-gpu/bin" bash bench/judge_warm.sh cuda \
   "$OUT/judge_warm"
