@@ -3,7 +3,7 @@
 # counted as. A run killed with SIGKILL once its journal holds three of six requests (CA_JOURNAL_KILL_AFTER), resumed
 # with --resume against an endpoint that answers a request the same whenever it is sent (the fake's --by-seed), writes
 # the tasks and counts of an uninterrupted run: every request draws its prompt and seed from (--seed, its index), so
-# the resume sends only the three it lacks, none twice.
+# the resume sends only the three it lacks, none twice; with --llm-jobs 2 too (the same tasks, in answer order).
 source "$(dirname "$0")/lib.bash"
 source "$(dirname "$0")/resume.bash"
 python=$(torch_python)
@@ -30,4 +30,17 @@ expect_stderr "resuming: 3 finished records in $WORK/out.jsonl.journal"
 expect_stderr "$summary"
 cmp -s "$WORK/full.jsonl" "$WORK/out.jsonl" || fail "the resumed run wrote other tasks than an uninterrupted one"
 [ -e "$WORK/out.jsonl.journal" ] && fail "a resumed run left its journal"
+
+# Two requests in flight: the one cut short with the kill is asked again, the journaled ones are not; the tasks are
+# those of an uninterrupted run, in the order their answers came.
+run "${synth[@]}" --llm-jobs 2 -o "$WORK/full2.jsonl"
+expect_code 0
+CA_JOURNAL_KILL_AFTER=3 "${synth[@]}" --llm-jobs 2 -o "$WORK/out2.jsonl" 2>"$WORK/killed.err"
+code=$?
+[ "$code" -eq 137 ] || fail "the run was to be killed at its third request, exit $code: $(tail -2 "$WORK/killed.err")"
+run "${synth[@]}" --llm-jobs 2 -o "$WORK/out2.jsonl" --resume
+expect_code 0
+expect_stderr "$summary"
+cmp -s <(sort "$WORK/full2.jsonl") <(sort "$WORK/out2.jsonl") || fail "the resumed run at --llm-jobs 2 wrote other tasks"
+cmp -s <(sort "$WORK/full.jsonl") <(sort "$WORK/out2.jsonl") || fail "--llm-jobs 2 wrote other tasks than 1"
 finish
