@@ -5,7 +5,7 @@ its port on stdout, then serves until killed. With --by-seed the reply is chosen
 (seed % 3, a good model's width from the seed too), so that a request gets the same reply whenever it is sent
 (tests/cli/resume_synth_llm.sh).
 
-    python fake_llm_server.py [--by-seed]
+    python fake_llm_server.py [--by-seed] [--log FILE]
 """
 import http.server
 import itertools
@@ -40,9 +40,14 @@ NO_CODE = "I cannot write that model."
 BROKEN = "```python\nimport torch\nclass Model(torch.nn.Module):\n    pass\n```\n"
 REPLIES = itertools.cycle([GOOD, NO_CODE, BROKEN])
 BY_SEED = "--by-seed" in sys.argv[1:]
+# --log FILE: the seed of every request answered, a line each, for a test to count what was asked.
+LOG = sys.argv[sys.argv.index("--log") + 1] if "--log" in sys.argv[1:] else None
 
 
 def reply_to(request):
+    if LOG:
+        with open(LOG, "a") as log:
+            log.write(f"{request.get('seed')}\n")
     if not BY_SEED:
         return next(REPLIES)
     seed = int(request.get("seed", 0))

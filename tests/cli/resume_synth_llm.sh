@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.bash"
 source "$(dirname "$0")/resume.bash"
 python=$(torch_python)
-serve_fake_llm fake_llm_server.py --by-seed
+serve_fake_llm fake_llm_server.py --by-seed --log "$WORK/asked"
 echo '{"kind":"op","name":"aten::gelu","overload":"","schema":"aten::gelu(Tensor self, *, str approximate=\"none\") -> Tensor","category":"activation","usable":true}' >"$WORK/ops.jsonl"
 synth=(env CA_PYTHON="$python" "$CA_BIN/ca-synth" --llm "$url" --model fake
   --prompts 6 --seed 2 --params-dir "$WORK/params" "$WORK/ops.jsonl")
@@ -24,8 +24,10 @@ code=$?
 [ "$code" -eq 137 ] || fail "the run was to be killed at its third request, exit $code: $(tail -2 "$WORK/killed.err")"
 [ -e "$WORK/out.jsonl" ] && fail "a killed run left its output"
 
+: >"$WORK/asked"
 run "${synth[@]}" -o "$WORK/out.jsonl" --resume
 expect_code 0
+[ "$(wc -l <"$WORK/asked")" -eq 3 ] || fail "the resume sent $(wc -l <"$WORK/asked") requests, not the 3 it lacked"
 expect_stderr "resuming: 3 finished records in $WORK/out.jsonl.journal"
 expect_stderr "$summary"
 cmp -s "$WORK/full.jsonl" "$WORK/out.jsonl" || fail "the resumed run wrote other tasks than an uninterrupted one"
@@ -38,8 +40,10 @@ expect_code 0
 CA_JOURNAL_KILL_AFTER=3 "${synth[@]}" --llm-jobs 2 -o "$WORK/out2.jsonl" 2>"$WORK/killed.err"
 code=$?
 [ "$code" -eq 137 ] || fail "the run was to be killed at its third request, exit $code: $(tail -2 "$WORK/killed.err")"
+: >"$WORK/asked"
 run "${synth[@]}" --llm-jobs 2 -o "$WORK/out2.jsonl" --resume
 expect_code 0
+[ "$(wc -l <"$WORK/asked")" -eq 3 ] || fail "the resume sent $(wc -l <"$WORK/asked") requests, not the 3 it lacked"
 expect_stderr "$summary"
 cmp -s <(sort "$WORK/full2.jsonl") <(sort "$WORK/out2.jsonl") || fail "the resumed run at --llm-jobs 2 wrote other tasks"
 cmp -s <(sort "$WORK/full.jsonl") <(sort "$WORK/out2.jsonl") || fail "--llm-jobs 2 wrote other tasks than 1"
