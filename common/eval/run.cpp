@@ -62,6 +62,9 @@ std::expected<void, std::string> run_stage(const EvalOptions& options, std::vect
     }
   }
   if (resumable && options.resume) args.push_back("--resume");
+  // A run that does not resume starts over: the journal a tool cut short left in a kept --workdir is not its own.
+  std::error_code ignored;
+  if (resumable && !options.resume) fs::remove(RecordJournal::path_for(output), ignored);
   if (auto ran = run_tool(options, args); !ran) return ran;
   if (options.journal == nullptr) return {};
   auto records = read_all_records(output);

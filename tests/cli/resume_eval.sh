@@ -4,7 +4,8 @@
 # the tools it runs inherit, each counting its own entries): first ca-verify is killed after one of two candidates
 # (ca-eval fails with 74 and keeps both), then the resumed ca-verify carries on from its journal and ca-eval itself is
 # killed once its journal holds its three stages. The last --resume runs no tool and writes what an uninterrupted run
-# writes (timings aside), none twice or lost; a completed run leaves neither journal nor folder.
+# writes (timings aside), none twice or lost; a completed run leaves neither journal nor folder. A run that starts
+# over in a kept --workdir drops the journals its tools left there.
 source "$(dirname "$0")/lib.bash"
 source "$(dirname "$0")/resume.bash"
 EX="$CA_SOURCE_DIR/examples/candidates/cpu"
@@ -50,4 +51,13 @@ for key in ("tasks", "passed", "pass_rate"):
     assert a[-1]["overall"][key] == b[-1]["overall"][key], key
 PY
 [ -e "$WORK/out.jsonl.journal" ] || [ -e "$WORK/out.jsonl.journal.d" ] && fail "a resumed run left its journal"
+
+# Starting over (the journal removed, no --resume) in a kept --workdir: the journal ca-verify left there is dropped.
+run env CA_JOURNAL_KILL_AFTER=1 "${eval_run[@]}" --workdir "$WORK/kept" -o "$WORK/again.jsonl"
+expect_code 74
+[ -e "$WORK/kept/verified.jsonl.journal" ] || fail "ca-verify's journal was not kept in --workdir"
+rm "$WORK/again.jsonl.journal"
+run "${eval_run[@]}" --workdir "$WORK/kept" -o "$WORK/again.jsonl"
+expect_code 0
+[ -e "$WORK/kept/verified.jsonl.journal" ] && fail "the run left ca-verify's journal"
 finish
