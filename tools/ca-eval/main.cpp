@@ -43,6 +43,7 @@ ExitCode write_text(const std::string& path, const std::string& text) {
     }
     return ExitCode::ok;
   }
+  remove_stale_temporaries(path);  // left by a report that was killed
   if (auto written = write_file_atomic(path, text); !written) {
     error(written.error());
     return ExitCode::io_error;
