@@ -262,6 +262,7 @@ std::expected<void, std::string> Composer::replay(const Json& task) {
   if (!program) return std::unexpected(program.error());
   m_schedule.made(op_count.get<int>());
   ++m_stats.tasks;
+  ++m_stats.replayed;
   ++m_stats.op_counts[size_t(op_count.get<int>() - 1)];
   m_fingerprints.insert(meta["fingerprint"].get<std::string>());
   m_near.insert(near_key(*program));
@@ -271,11 +272,14 @@ std::expected<void, std::string> Composer::replay(const Json& task) {
 std::string Composer::summary(double seconds) const {
   char line[256];
   std::string text;
+  // The rate is of the tasks composed here: a resume's replayed ones took no time.
+  const size_t composed = m_stats.tasks - m_stats.replayed;
   std::snprintf(line, sizeof line, "%zu tasks in %.1f s (%.1f tasks/s); %zu of %zu candidate nodes accepted (%.1f%%)",
-                m_stats.tasks, seconds, seconds > 0 ? double(m_stats.tasks) / seconds : 0.0, m_stats.accepted,
+                m_stats.tasks, seconds, seconds > 0 ? double(composed) / seconds : 0.0, m_stats.accepted,
                 m_stats.candidates,
                 m_stats.candidates ? 100.0 * double(m_stats.accepted) / double(m_stats.candidates) : 0.0);
   text += line;
+  if (m_stats.replayed > 0) text += "; " + std::to_string(m_stats.replayed) + " of the tasks from the journal";
   text += "; op counts";
   for (size_t i = 0; i < m_stats.op_counts.size(); ++i)
     text += " " + std::to_string(i + 1) + ":" + std::to_string(m_stats.op_counts[i]);

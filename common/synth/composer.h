@@ -31,6 +31,7 @@ struct SynthStats {
   size_t candidates = 0;  // nodes filled and tried on the interpreter
   size_t accepted = 0;    // nodes it accepted
   size_t tasks = 0;       // tasks emitted
+  size_t replayed = 0;    // of them, taken from a resumed run's journal (replay): composed before, not counted above
   std::array<size_t, 5> op_counts{};
   std::map<std::string, size_t> rejections;  // reason -> count
 };

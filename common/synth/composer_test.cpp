@@ -60,6 +60,7 @@ TEST(ComposerTest, ReplayedTasksLeaveTheRestAsTheyWere) {
     EXPECT_EQ(task->dump(), whole[i].dump()) << "task " << i;
   }
   EXPECT_EQ(resumed.stats().tasks, 12u);
+  EXPECT_EQ(resumed.stats().replayed, 5u);
   Json broken = whole[0];
   broken["meta"].erase("op_count");
   EXPECT_EQ(resumed.replay(broken).error(), "meta.op_count: not 1..5");

@@ -35,6 +35,7 @@ run "${synth[@]}" -o "$WORK/out.jsonl" --resume - <"$WORK/ops.jsonl"
 expect_code 0
 expect_stderr "resuming: 3 finished records in $WORK/out.jsonl.journal"
 expect_stderr "8 tasks in"
+expect_stderr "; 3 of the tasks from the journal"
 cmp -s "$WORK/full.jsonl" "$WORK/out.jsonl" || fail "the resumed run wrote other tasks than an uninterrupted one"
 [ -e "$WORK/out.jsonl.journal" ] && fail "a resumed run left its journal"
 
