@@ -17,6 +17,7 @@
 
 #include "profile/records.h"
 #include "sandbox/workspace.h"
+#include "torch/cpu_caching_allocator.h"
 #include "util/exceptions.h"
 #include "util/log.h"
 #include "util/signals.h"
@@ -59,6 +60,9 @@ std::expected<std::unique_ptr<WarmJudge>, std::string> WarmJudge::make(const Jud
     state->tasks = std::move(*loaded);
   }
   state->slots = std::max(1u, options.jobs);
+  // The caching CPU allocator that profile_judge installs, installed before any request: swapping c10's allocator
+  // while another request's thread allocates would race. Verifies allocate through it too (released below).
+  if (install_caching_cpu_allocator() == nullptr) return std::unexpected("c10 kept another CPU allocator");
   state->verify = verify_judge(options.verify);  // sets the process's TF32 mode to none, as ca-verify does
   state->profile = profile_judge(options.profile);
   ProfileOptions no_compile = options.profile;
@@ -159,9 +163,11 @@ Json WarmJudge::answer(const std::string& line) {
   // A cold tool's exit gives the device the memory its tensors left cached; the judge gives it back after each cuda
   // request, so that a candidate's runner has the device memory it would have beside the cold tools. Never while a
   // profile runs: its eager outputs time on warm cached blocks.
-  if (on_cuda) {
-    std::unique_lock no_profile(m_state->profiles, std::defer_lock);
-    if (profile_turn.owns_lock() || no_profile.try_lock()) release_cached_device_memory();
+  // A verify's freed tensors stay in the caching CPU allocator (a profile empties it itself): given back likewise.
+  std::unique_lock no_profile(m_state->profiles, std::defer_lock);
+  if (profile_turn.owns_lock() || no_profile.try_lock()) {
+    if (on_cuda) release_cached_device_memory();
+    if (auto* cache = installed_caching_cpu_allocator(); cache != nullptr && tool == "verify") cache->empty_cache();
   }
   if (!answered) return error_answer(ExitCode::some_failed, name, "request: " + answered.error());
   return *answered;
