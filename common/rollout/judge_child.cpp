@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -17,7 +18,7 @@ extern char** environ;
 
 namespace ca {
 
-std::expected<JudgeChild, std::string> JudgeChild::start(const std::string& bin_dir, double wait_s) {
+std::expected<JudgeChild, std::string> JudgeChild::start(const std::string& bin_dir, unsigned jobs, double wait_s) {
   namespace fs = std::filesystem;
   std::string dir = (fs::temp_directory_path() / "ca-judge-XXXXXX").string();
   if (!mkdtemp(dir.data())) return std::unexpected(dir + ": cannot make the judge's directory");
@@ -32,7 +33,7 @@ std::expected<JudgeChild, std::string> JudgeChild::start(const std::string& bin_
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  std::vector<std::string> args = {program, "serve", "--socket", socket};
+  std::vector<std::string> args = {program, "-j", std::to_string(std::max(1u, jobs)), "serve", "--socket", socket};
   std::vector<char*> argv;
   for (auto& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);

@@ -11,9 +11,10 @@ namespace ca {
 
 class JudgeChild {
  public:
-  /// Starts `bin_dir`/ca-judge serve on a socket in a new private directory under the temporary directory and waits
-  /// (at most `wait_s`) until it listens. Errors: it cannot start, it exited first, or it did not listen in time.
-  static std::expected<JudgeChild, std::string> start(const std::string& bin_dir, double wait_s);
+  /// Starts `bin_dir`/ca-judge -j `jobs` serve (verifies `jobs` at once: one an episode running at once) on a socket
+  /// in a new private directory under the temporary directory and waits (at most `wait_s`) until it listens.
+  /// Errors: it cannot start, it exited first, or it did not listen in time.
+  static std::expected<JudgeChild, std::string> start(const std::string& bin_dir, unsigned jobs, double wait_s);
   JudgeChild(JudgeChild&& other) noexcept;
   JudgeChild& operator=(JudgeChild&&) = delete;
   /// Stops the judge (SIGTERM, then SIGKILL after 10 s), waits for it and removes its directory.

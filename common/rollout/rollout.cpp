@@ -114,7 +114,7 @@ ExitCode run_rollout(const RolloutOptions& options) {
   // worker threads, so it outlives them).
   std::optional<JudgeChild> judge;
   if (episode.tools.judge_socket == "auto" && !jobs.empty()) {
-    auto started = JudgeChild::start(episode.tools.bin_dir, 600);
+    auto started = JudgeChild::start(episode.tools.bin_dir, options.jobs, 600);
     if (started) {
       judge.emplace(std::move(*started));
       episode.tools.judge_socket = judge->socket();

@@ -14,7 +14,7 @@ messages = [{"role": "assistant", "content": None,
             for i, (n, a) in enumerate(calls)]
 print(json.dumps({"kind": "trajectory", "messages": messages}))
 PY
-run "$CA_BIN/ca-rollout" --policy "replay:$WORK/replay.jsonl" --judge auto --no-compile --no-final-profile "$WORK/tasks.jsonl" \
+run "$CA_BIN/ca-rollout" --policy "replay:$WORK/replay.jsonl" -j 2 --judge auto --no-compile --no-final-profile "$WORK/tasks.jsonl" \
   -o "$WORK/out.jsonl"
 expect_code 0
 grep -q "warm judge" "$WORK/stderr" && fail "a call fell back to the cold tools: $(grep "warm judge" "$WORK/stderr")"
