@@ -126,10 +126,10 @@ std::expected<std::string, std::string> read_line(int fd, size_t max_bytes, std:
     auto ready = wait_for(fd, POLLIN, deadline);
     if (!ready) return std::unexpected(ready.error());
     if (!*ready) return std::unexpected("timed out");
-    ssize_t got = ::recv(fd, buffer, sizeof buffer, 0);
+    ssize_t got = ::read(fd, buffer, sizeof buffer);  // read, not recv: a pipe too (ca-judge serve's stdout)
     if (got < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
-      return std::unexpected(system_error("recv"));
+      return std::unexpected(system_error("read"));
     }
     if (got == 0) return std::unexpected("closed");
     const char* newline = static_cast<const char*>(std::memchr(buffer, '\n', size_t(got)));

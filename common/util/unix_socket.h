@@ -31,8 +31,8 @@ class UnixListener {
   std::string m_path;
 };
 
-/// Reads one line from `fd` (without its '\n'): at most `max_bytes`, within `timeout` in all (0: no limit).
-/// Errors: "closed" when the peer closed before a whole line, "too long", "timed out", "interrupted" (SIGINT or
+/// Reads one line from `fd` (a socket or a pipe; without its '\n'): at most `max_bytes`, within `timeout` in all (0: no
+/// limit). Errors: "closed" when the peer closed before a whole line, "too long", "timed out", "interrupted" (SIGINT or
 /// SIGTERM, util/signals.h), or the system's reason.
 std::expected<std::string, std::string> read_line(int fd, size_t max_bytes, std::chrono::milliseconds timeout);
 

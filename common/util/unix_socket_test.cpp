@@ -101,6 +101,18 @@ TEST(UnixSocketTest, AnOrdinaryFileIsNotReplaced) {
   EXPECT_TRUE(std::filesystem::exists(path));
 }
 
+TEST(UnixSocketTest, ALineIsReadFromAPipeToo) {
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string text = "listening on x\nmore";
+  ASSERT_EQ(::write(fds[1], text.data(), text.size()), ssize_t(text.size()));
+  ::close(fds[1]);
+  auto line = read_line(fds[0], 1 << 10, 1000ms);
+  ::close(fds[0]);
+  ASSERT_TRUE(line) << line.error();
+  EXPECT_EQ(*line, "listening on x");
+}
+
 TEST(UnixSocketTest, ALineLongerThanTheLimitIsRefused) {
   auto listener = UnixListener::bind(socket_path("long.sock"));
   ASSERT_TRUE(listener) << listener.error();

@@ -17,7 +17,7 @@ PY
 run "$CA_BIN/ca-rollout" --policy "replay:$WORK/replay.jsonl" -j 2 --judge auto --no-compile --no-final-profile "$WORK/tasks.jsonl" \
   -o "$WORK/out.jsonl"
 expect_code 0
-grep -q "warm judge" "$WORK/stderr" && fail "a call fell back to the cold tools: $(grep "warm judge" "$WORK/stderr")"
+grep -q "judge" "$WORK/stderr" && fail "the judge did not start or a call fell back: $(grep "judge" "$WORK/stderr")"
 python3 - "$WORK/out.jsonl" <<'PY' || fail "the agent's verify or profile through the judge"
 import json, sys
 r = json.loads(open(sys.argv[1]).readline())
