@@ -4,8 +4,9 @@
 
 Each line of FOLDER/EXPECTED is `<slug> <task_id> <verdict> <reward>`: verdict
 PASS or the stage ca-verify must fail at; reward what `ca-verify | ca-profile |
-ca-reward` must give: -1, 1, or N+ for at least N where the speed is not
-asserted. The source is FOLDER/<slug>.cpp (or .cu). The record's `expect` and
+ca-reward` must give: -1, 1, N+ for at least N where the speed is not
+asserted, or <=SLUG for at most what the honest twin SLUG earns in the same run
+(a cheat that must not gain by its cheat). The source is FOLDER/<slug>.cpp (or .cu). The record's `expect` and
 `expect_reward` fields carry them for the tests.
 """
 import json

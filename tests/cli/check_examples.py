@@ -1,7 +1,8 @@
 """Checks example candidates that went through `ca-verify | [ca-profile |] ca-reward`
 against the `expect` (verdict) and `expect_reward` fields that
-examples/candidates/pack.py put in them; prints a table and exits 1 on any
-difference.
+examples/candidates/pack.py put in them (a reward, N+ for at least N, or
+<=NAME for at most what candidate NAME earned in the same run); prints a
+table and exits 1 on any difference.
 
     python3 check_examples.py REWARDED.jsonl COUNT verify|profile
 """
@@ -9,9 +10,12 @@ import json
 import sys
 
 
-def reward_ok(verdict, want, got, profiled):
+def reward_ok(verdict, want, got, profiled, rewards):
     if not profiled:  # without a profile a correct candidate earns 1, a wrong one -1
         return got == (1 if verdict == "PASS" else -1)
+    if want.startswith("<="):  # a cheat earns at most what its honest twin, in the same run, earns
+        twin = rewards.get(want[2:])
+        return twin is not None and got <= twin
     if want.endswith("+"):
         return got >= float(want[:-1])
     return got == float(want)
@@ -24,6 +28,7 @@ def main(path, count, mode):
         print(f"{len(records)} records, EXPECTED has {count}")
         bad += 1
     profiled = mode == "profile"
+    rewards = {r["id"].split("/", 1)[-1]: r["reward"]["value"] for r in records}
     print(f"{'candidate':38} {'verdict':9} {'got':9} {'reward':>6} {'want':>4}  message")
     for r in records:
         v = r["verify"]
@@ -36,7 +41,7 @@ def main(path, count, mode):
             if p.get("ok") and (p["count"]["candidate"] < 2 or p["checked_calls"] <= p["count"]["candidate"]):
                 bad += 1
                 message += "  (too few timed or checked calls)"
-        wrong = got != r["expect"] or not reward_ok(r["expect"], r["expect_reward"], reward, profiled)
+        wrong = got != r["expect"] or not reward_ok(r["expect"], r["expect_reward"], reward, profiled, rewards)
         if v["ok"] and not (len(v["trials"]) == 5 and all(t["ok"] for t in v["trials"])):
             wrong = True
             message += "  (passed without 5 good trials)"
