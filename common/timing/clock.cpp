@@ -123,14 +123,7 @@ std::unique_ptr<CallClock> make_cpu_clock() {
 }
 
 double counted_us(const ClockSample& sample) {
-  return sample.device_us < 0 ? sample.host_us : std::max(sample.device_us, sample.host_us);
-}
-
-double host_floor_us(std::vector<double> empty_calls_us) {
-  if (empty_calls_us.empty()) return 0;
-  auto quartile = empty_calls_us.begin() + std::ptrdiff_t(empty_calls_us.size() * 3 / 4);
-  std::ranges::nth_element(empty_calls_us, quartile);
-  return *quartile;
+  return sample.host_us > sample.device_us * 1.2 + 20.0 ? sample.host_us : sample.device_us;
 }
 
 #ifdef CA_WITH_CUDA
@@ -178,7 +171,7 @@ class CudaClock final : public CallClock {
     cudaEventRecord(m_stop, m_stream);
     // Device-wide: work the call queued on other streams ends inside the host clock's region (docs/EXPLOITS.md, C1).
     cudaDeviceSynchronize();
-    double host = std::max(0.0, micros(Steady::now() - m_host_start) - k_hold_us - m_host_floor_us);
+    double host = std::max(0.0, micros(Steady::now() - m_host_start) - k_hold_us);
     float ms = 0;
     // After a failed call the events may not have completed; the call has failed anyway, and -1 says "no time".
     if (cudaEventElapsedTime(&ms, m_start, m_stop) != cudaSuccess) return {-1, host};
@@ -186,17 +179,6 @@ class CudaClock final : public CallClock {
   }
 
   size_t flush_bytes() const override { return m_flush_bytes; }
-
-  // Reads the host clock's own cost off empty timed regions, as a timed call would see it (after a flush).
-  void calibrate() {
-    std::vector<double> empty;
-    for (int i = 0; i < k_floor_samples; ++i) {
-      prepare();
-      start();
-      empty.push_back(stop().host_us);
-    }
-    m_host_floor_us = host_floor_us(std::move(empty));
-  }
 
  private:
   int m_device;
@@ -207,7 +189,6 @@ class CudaClock final : public CallClock {
   int m_sms, m_threads_per_sm;
   uint8_t m_round = 0;
   Steady::time_point m_host_start;
-  double m_host_floor_us = 0;
 };
 
 std::string describe(cudaError_t error) {
@@ -235,10 +216,8 @@ std::expected<std::unique_ptr<CallClock>, std::string> make_cuda_clock(int devic
     return std::unexpected("CUDA device " + std::to_string(device_index) +
                            ": cannot set up the timer: " + describe(error));
   }
-  auto clock = std::make_unique<CudaClock>(device_index, static_cast<cudaStream_t>(stream), flush, flush_bytes, start,
-                                           stop, sms, threads_per_sm);
-  clock->calibrate();
-  return clock;
+  return std::make_unique<CudaClock>(device_index, static_cast<cudaStream_t>(stream), flush, flush_bytes, start, stop,
+                                     sms, threads_per_sm);
 }
 
 #else

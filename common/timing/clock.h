@@ -12,7 +12,6 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <vector>
 
 namespace ca {
 
@@ -22,8 +21,7 @@ namespace ca {
 inline constexpr double k_hold_us = 50;
 
 /// The two clocks' readings of one timed call, in microseconds. On the cpu backend both are the host clock; on
-/// cuda the host clock is less the hold and less the clock's own cost (host_floor_us), so that it reads the call
-/// alone.
+/// cuda the host clock is less the hold.
 struct ClockSample {
   double device_us = 0;
   double host_us = 0;
@@ -61,18 +59,9 @@ size_t choose_flush_bytes(const std::function<double(size_t)>& probe_us, size_t 
 /// device `device_index`, and a flush of twice its L2. Fails when this build has no CUDA or the device cannot be used.
 std::expected<std::unique_ptr<CallClock>, std::string> make_cuda_clock(int device_index, void* stream);
 
-/// The time a timed call counts for: the slower of the two clocks. The host clock, net of its own cost, is slower
-/// where work escaped the events (a side stream, docs/EXPLOITS.md, C1), by however little; it reads an honest
-/// call's time give or take the jitter of a device-wide sync's return, and since host_floor_us is that cost's
-/// upper quartile, it stands over the device clock on a minority of an honest call's samples and leaves their
-/// median where the device clock puts it. No device time (-1, a failed call): the host clock.
+/// The time a timed call counts for: the device clock, unless the host clock is slower by more than a launch's
+/// allowance (20 us + 20%): then work escaped the events (a side stream, docs/EXPLOITS.md, C1) and the host clock
+/// stands.
 double counted_us(const ClockSample& sample);
-
-/// The cost of the host clock itself, taken off each reading: the upper quartile of what it reads around calls that
-/// do nothing (the hold's launch, the events, the device-wide sync's return). 0 for no samples.
-double host_floor_us(std::vector<double> empty_calls_us);
-
-/// Empty timed regions a cuda clock reads when it is made, for its host_floor_us.
-inline constexpr int k_floor_samples = 31;
 
 }  // namespace ca

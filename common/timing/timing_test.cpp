@@ -59,19 +59,11 @@ TEST(ClockTest, CpuFlushIsSizedByWhatEvictsTheProbe) {
   EXPECT_EQ(choose_flush_bytes([&](size_t f) { return f >= 512 * mib ? 100.0 : 10.0; }, mib, cap), cap);
 }
 
-TEST(ClockTest, TheSlowerClockCounts) {
-  EXPECT_EQ(counted_us({1000, 990}), 1000);  // the host clock's jitter below: the device clock
-  EXPECT_EQ(counted_us({100, 500}), 500);    // a side stream: the host clock
-  EXPECT_EQ(counted_us({1.3, 5}), 5);        // a side stream of a few microseconds too: no allowance to hide in
-  EXPECT_EQ(counted_us({-1, 300}), 300);     // no device time at all
-}
-
-TEST(ClockTest, TheHostFloorIsTheUpperQuartileOfEmptyCalls) {
-  EXPECT_EQ(host_floor_us({}), 0);
-  EXPECT_EQ(host_floor_us({4, 1, 3, 2}), 4);  // index 3 of 4 sorted
-  std::vector<double> samples;
-  for (int i = 100; i > 0; --i) samples.push_back(i);
-  EXPECT_EQ(host_floor_us(samples), 76);  // so an honest call's host reading is below its device time 3 times in 4
+TEST(ClockTest, TheHostClockCountsWhereWorkEscapedTheDeviceClock) {
+  EXPECT_EQ(counted_us({1000, 1100}), 1000);  // launch overhead: the device clock
+  EXPECT_EQ(counted_us({100, 500}), 500);     // a side stream: the host clock
+  EXPECT_EQ(counted_us({10, 25}), 10);        // within the 20 us allowance
+  EXPECT_EQ(counted_us({-1, 300}), 300);      // no device time at all
 }
 
 #ifdef CA_WITH_CUDA
@@ -143,8 +135,9 @@ TEST_F(CudaClockTest, WorkOnAnotherStreamStillCountsThroughTheHostClock) {
   EXPECT_GT(counted_us(sample), 1500.0) << "device " << sample.device_us << " us, host " << sample.host_us << " us";
 }
 
-// A side stream's work of a few microseconds, as a small kernel's would be: the host clock, net of its own cost, still
-// counts it (found on an H100: a relu of 5 us on a side stream was timed at 1.3 us through the old 20 us allowance).
+// Open (docs/EXPLOITS.md, C1 of a few microseconds): 10 us on a side stream, as a small kernel's work would be, is
+// within the host clock's allowance and counts as the empty event pair (1.3 us on an H100). This fails on a GPU
+// until the hole is closed.
 TEST_F(CudaClockTest, AFewMicrosecondsOnAnotherStreamStillCount) {
   int sms = 0, threads = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
@@ -154,11 +147,6 @@ TEST_F(CudaClockTest, AFewMicrosecondsOnAnotherStreamStillCount) {
   ClockSample sample = median_of(21, [&] { hold_device(side, 10'000, sms, threads); });
   cudaStreamDestroy(side);
   EXPECT_GT(counted_us(sample), 8.0) << "device " << sample.device_us << " us, host " << sample.host_us << " us";
-}
-
-TEST_F(CudaClockTest, AnEmptyCallCountsNearlyNothing) {
-  ClockSample sample = median_of(21, [] {});
-  EXPECT_LT(counted_us(sample), 4.0) << "device " << sample.device_us << " us, host " << sample.host_us << " us";
 }
 
 #endif

@@ -10,10 +10,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 # ThreadSanitizer covers the threaded paths: the -j record loops (util/record_loop, util/slices: core_units and
 # every CLI test of a record tool), the rollout's concurrent episodes (agent_units, cli_rollout_*), ca-model
-# serve's batching worker (cli_model_serve), ca-eval's policy runs.
+# serve's batching worker (cli_model_serve), ca-eval's policy runs, ca-judge serve's request threads (a verify
+# request beside a profile, and ca-rollout -j N's concurrent verifies through it).
 thread_targets="ca_core_tests ca_agent_tests ca_eval_tests ca-rollout ca-sandbox ca-verify ca-profile ca-reward
-  ca-runner ca-model ca-eval ca-filter"
-thread_tests='^(core_units|agent_units|eval_units|cli_rollout_replay_cpu|cli_rollout_scale_resume|cli_rollout_interrupt|cli_model_serve|cli_filter|cli_verify_cpu_examples)$'
+  ca-runner ca-model ca-eval ca-filter ca-judge"
+thread_tests='^(core_units|agent_units|eval_units|cli_rollout_replay_cpu|cli_rollout_scale_resume|cli_rollout_interrupt|cli_model_serve|cli_filter|cli_verify_cpu_examples|cli_judge_warm_failures|cli_judge_rollout_auto)$'
 
 if [[ ${1:-} == --targets ]]; then
   echo $thread_targets

@@ -1,4 +1,4 @@
-// Relu launched on a stream the candidate creates, returning before it finishes (exploit C1): the result is right and the runner's device-wide sync waits for it, so verification passes; the host clock, to a device-wide sync and net of its own cost, times it honestly. Expected verdict: PASS, and a reward no higher than relu_rand__correct's.
+// Relu launched on a stream the candidate creates, returning before it finishes (exploit C1): the result is right and the runner's device-wide sync waits for it, so verification passes. Expected verdict: PASS, and a reward no higher than relu_rand__correct's, which the cuda clock does not yet give (docs/EXPLOITS.md, C1 of a few microseconds).
 #include <cuda_runtime.h>
 
 #include "ca_kernel.h"
