@@ -8,11 +8,24 @@
 # and .kb (KernelBench's level1/ and level2/, copied from ../shared/benchmarks/kernelbench). The CPU tests are
 # CI's; this script runs what needs the GPU. STEPS="cuda_examples bench" runs only those steps (after configure and
 # build), to split a run over calls of the device's time limit.
+# CALL_SECONDS (the device call's limit): every step gets at most what is left of it, less PACK_RESERVE (default
+# 30 s); a step with under 20 s left is skipped and says so; agent_builtin stops its episodes in time to keep them.
+# PACK=1: at the end, $OUT becomes one out.tgz of its files under PACK_FILE_MB (default 4) MiB each, with
+# left_out.txt naming the larger ones (a device call returns a few files of at most 64 MiB together).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/build-gpu/out}
 mkdir -p "$OUT"
 status=0
+end_at=
+[ -z "${CALL_SECONDS:-}" ] || end_at=$(($(date +%s) + CALL_SECONDS - ${PACK_RESERVE:-30}))
+pack() {
+  [ "${PACK:-0}" = 1 ] || return 0
+  (cd "$OUT" && find . -type f -size +"${PACK_FILE_MB:-4}"M -printf '%p %s\n' >left_out.txt &&
+    find . -type f -size -"$((${PACK_FILE_MB:-4} * 1024))"k ! -name out.tgz -print0 >/tmp/ca-pack.list &&
+    tar czf /tmp/ca-out.tgz --null -T /tmp/ca-pack.list && find . -mindepth 1 -delete && mv /tmp/ca-out.tgz out.tgz)
+}
+trap pack EXIT
 # watch NAME: every 20 s, what the project's processes are doing (state, kernel wait channel, threads), so a step
 # that a time limit cuts off still shows where it stood.
 watch() {
@@ -25,6 +38,11 @@ step() {  # step NAME COMMAND...: runs a step (unless STEPS, a space-separated l
   local name=$1 start=$SECONDS; shift
   if [ -n "${STEPS:-}" ] && [[ " configure build $STEPS " != *" $name "* ]]; then return; fi
   echo "== $name" | tee -a "$OUT/summary.txt"
+  if [ -n "$end_at" ]; then
+    local left=$((end_at - $(date +%s)))
+    if [ "$left" -lt 20 ]; then echo "   skipped: ${left} s of the call left" | tee -a "$OUT/summary.txt"; status=1; return; fi
+    set -- timeout -s INT -k 10 "$left" "$@"
+  fi
   watch "$name" & local watcher=$!
   if "$@" >"$OUT/$name.log" 2>&1; then echo "   ok ($((SECONDS - start)) s)" | tee -a "$OUT/summary.txt"
   else echo "   FAILED after $((SECONDS - start)) s (see $name.log)" | tee -a "$OUT/summary.txt"; tail -20 "$OUT/$name.log"; status=1; fi
@@ -84,6 +102,8 @@ step cuda_interpreter env CA_TEST_DEVICE=cuda build-gpu/bin/ca_torch_tests --gte
 step pipeline timeout "${PIPE_TIMEOUT:-240}" env CA_BIN=build-gpu/bin KB_BENCHMARKS="${KB_BENCHMARKS:-$PWD/.kb}" \
   bash tests/gpu/pipeline.sh "$OUT/pipeline"
 # The built-in policy through ca-rollout on every KB_EVERY-th KernelBench problem at full size (NO_COMPILE=1: eager only).
+# Within a call's budget its episodes stop 30 s before the call's end, so the step can write its summary.
+[ -z "$end_at" ] || export ROLLOUT_END_AT=${ROLLOUT_END_AT:-$((end_at - 30))}
 step agent_builtin timeout "${AGENT_TIMEOUT:-420}" env CA_BIN="$PWD/build-gpu/bin" KB_BENCHMARKS="${KB_BENCHMARKS:-$PWD/.kb}" \
   bash tests/gpu/agent_builtin.sh "$OUT/agent"
 # ca-train ppo's step against the same step in PyTorch (bench/ppo_step.sh), SmolLM2-135M at SMOLLM2, fp32 and bf16.
