@@ -35,17 +35,23 @@ killed_run() {
 same_records() {
   python3 - "$1" "$2" <<'PY' || fail "$1 and $2 differ"
 import json, re, sys
-TIMED = re.compile(r"(_ms|_us|_s|ms|us|seconds|time|times|samples|speedup|spread|gbps|fraction|calls)$")
+# A profile's ci (its medians' intervals), count (calls sized by a first timing) and flush_bytes (sized by timing
+# the flush on the CPU) are measured too.
+TIMED = re.compile(r"(_ms|_us|_s|ms|us|seconds|time|times|samples|speedup|spread|gbps|fraction|calls)$|^(ci|count|flush_bytes)$")
 def strip(value):
     if isinstance(value, dict):
         return {k: strip(v) for k, v in value.items() if not TIMED.search(k)}
     if isinstance(value, list):
         return [strip(v) for v in value]
     return value
+def diff(x, y, at=""):
+    if isinstance(x, dict) and isinstance(y, dict):
+        return [d for k in sorted(set(x) | set(y)) for d in diff(x.get(k), y.get(k), f"{at}.{k}")]
+    return [] if x == y else [f"{at}: {json.dumps(x)[:120]} / {json.dumps(y)[:120]}"]
 a, b = ([strip(json.loads(line)) for line in open(path) if line.strip()] for path in sys.argv[1:3])
 ids = lambda records: [r.get("id", r.get("task_id")) for r in records]
 assert a and len(a) == len(b), f"{len(a)} records, {len(b)} records: {ids(a)} {ids(b)}"
 for i, (x, y) in enumerate(zip(a, b)):
-    assert x == y, f"record {i + 1} differs: {json.dumps(x)[:300]} / {json.dumps(y)[:300]}"
+    assert x == y, f"record {i + 1} differs at {diff(x, y)}"
 PY
 }
