@@ -204,4 +204,28 @@ int ca_forward(ca_context* ctx, const ca_tensor* in, int, ca_tensor* out, int) {
   EXPECT_FALSE(std::ranges::any_of(*needed, [](const std::string& l) { return l.starts_with("libcublas"); }));
 }
 
+// The side-stream relu of examples/candidates/cuda, as nvcc builds it: refused before it runs (EXPLOITS.md, C1).
+TEST_F(BuildTest, CudaCandidateMakingAStreamFailsStatic) {
+  if (access("/usr/local/cuda/bin/nvcc", X_OK) != 0) GTEST_SKIP() << "no nvcc in /usr/local/cuda/bin";
+  m_options.backend = Backend::cuda;
+  m_options.cuda_arch = "sm_90";
+  BuildResult result = build({{"kernels/side.cu", R"(#include "ca_kernel.h"
+__global__ void relu(const float* x, float* y, int64_t n) {
+  int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n) y[i] = x[i] > 0 ? x[i] : 0;
+}
+int ca_forward(ca_context*, const ca_tensor* in, int, ca_tensor* out, int) {
+  int64_t n = in[0].shape[0];
+  cudaStream_t side = nullptr;
+  if (cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking) != cudaSuccess) return 1;
+  relu<<<(n + 255) / 256, 256, 0, side>>>(static_cast<const float*>(in[0].data), static_cast<float*>(out[0].data), n);
+  cudaStreamDestroy(side);
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
+)"}});
+  EXPECT_FALSE(result.ok);
+  EXPECT_EQ(result.stage, "static");
+  EXPECT_NE(result.message.find("calls cudaStreamCreateWithFlags:"), std::string::npos) << result.message;
+}
+
 }  // namespace ca

@@ -107,6 +107,11 @@ constexpr std::string_view k_signal = "candidates may not install signal handler
 constexpr std::string_view k_syscall = "candidates may not make raw system calls";
 constexpr std::string_view k_device_reset = "candidates may not reset the device the harness shares";
 constexpr std::string_view k_ipc = "candidates may not share device memory with other processes";
+// Events on ctx->stream time the call; work on a stream of the candidate's own runs outside them (EXPLOITS.md, C1).
+constexpr std::string_view k_stream =
+    "candidates may not make streams or contexts; queue the work on ctx->stream, where it is timed";
+constexpr std::string_view k_per_thread_stream =
+    "candidates may not use the per-thread default stream; queue the work on ctx->stream, where it is timed";
 constexpr std::string_view k_torch = "candidates may not call PyTorch (at::, c10::, torch::); write the kernel";
 constexpr std::string_view k_python = "candidates may not call Python";
 
@@ -148,7 +153,14 @@ constexpr PrefixRule k_prefix_rules[] = {
     {"cuGetProcAddress", k_load_code},
     {"cudaIpc", k_ipc},
     {"cuIpc", k_ipc},
+    {"cudaStreamCreate", k_stream},
+    {"cuStreamCreate", k_stream},
+    {"cuCtxCreate", k_stream},
+    {"cuGreenCtx", k_stream},
 };
+
+// What --default-stream per-thread (or CUDA_API_PER_THREAD_DEFAULT_STREAM) makes of every stream-taking call.
+constexpr std::string_view k_per_thread_suffixes[] = {"_ptsz", "_ptds"};
 
 // True when the mangled `symbol` names something in a PyTorch namespace: a
 // nested name N[rVKRO]* followed by one of those namespaces.
@@ -317,6 +329,8 @@ std::string forbidden_symbol_reason(std::string_view symbol) {
   for (const PrefixRule& rule : k_prefix_rules) {
     if (symbol.starts_with(rule.prefix)) return std::string(rule.reason);
   }
+  if (std::ranges::any_of(k_per_thread_suffixes, [&](std::string_view suffix) { return symbol.ends_with(suffix); }))
+    return std::string(k_per_thread_stream);
   if (in_torch_namespace(symbol)) return std::string(k_torch);
   if (is_python_api(symbol)) return std::string(k_python);
   return "";

@@ -32,6 +32,23 @@ TEST(StaticCheckTest, ForbidsLoadingProcessesSocketsAndThreads) {
       "");
 }
 
+TEST(StaticCheckTest, ForbidsStreamsAndContextsOfTheirOwn) {
+  for (const char* symbol :
+       {"cudaStreamCreate", "cudaStreamCreateWithFlags", "cudaStreamCreateWithPriority", "cuStreamCreate",
+        "cuStreamCreateWithPriority", "cuCtxCreate_v4", "cuGreenCtxCreate", "cuGreenCtxStreamCreate"}) {
+    EXPECT_NE(forbidden_symbol_reason(symbol).find("ctx->stream"), std::string::npos) << symbol;
+  }
+  // Built with --default-stream per-thread: every call that takes a stream comes under another name.
+  for (const char* symbol :
+       {"cudaLaunchKernel_ptsz", "cudaMemcpyAsync_ptsz", "cudaMemcpy_ptds", "cuLaunchKernel_ptsz"}) {
+    EXPECT_NE(forbidden_symbol_reason(symbol).find("per-thread default stream"), std::string::npos) << symbol;
+  }
+  // Using ctx->stream, and waiting on or syncing streams, stays allowed.
+  for (const char* symbol : {"cudaStreamWaitEvent", "cudaStreamSynchronize", "cudaEventRecord", "cudaStreamGetFlags"}) {
+    EXPECT_EQ(forbidden_symbol_reason(symbol), "") << symbol;
+  }
+}
+
 TEST(StaticCheckTest, ForbidsPyTorchAndPythonSymbols) {
   for (const char* symbol : {"_ZN2at4_ops3add4callERKNS_6TensorES4_RKN3c106ScalarE", "_ZNK2at10TensorBase5sizesEv",
                              "_ZN3c1010TensorImplD2Ev", "_ZTVN5torch8autograd8FunctionE", "_ZN8pybind116detail5get_iEv",

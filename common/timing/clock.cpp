@@ -133,13 +133,15 @@ namespace {
 class CudaClock final : public CallClock {
  public:
   CudaClock(int device, cudaStream_t stream, void* flush, size_t flush_bytes, cudaEvent_t start, cudaEvent_t stop,
-            int sms, int threads_per_sm)
+            cudaEvent_t gate, cudaEvent_t join, int sms, int threads_per_sm)
       : m_device(device),
         m_stream(stream),
         m_flush(flush),
         m_flush_bytes(flush_bytes),
         m_start(start),
         m_stop(stop),
+        m_gate(gate),
+        m_join(join),
         m_sms(sms),
         m_threads_per_sm(threads_per_sm) {}
   CudaClock(const CudaClock&) = delete;
@@ -148,6 +150,8 @@ class CudaClock final : public CallClock {
     cudaFree(m_flush);
     cudaEventDestroy(m_start);
     cudaEventDestroy(m_stop);
+    cudaEventDestroy(m_gate);
+    cudaEventDestroy(m_join);
   }
 
   void prepare() override {
@@ -165,9 +169,15 @@ class CudaClock final : public CallClock {
     m_host_start = Steady::now();
     hold_device(m_stream, uint32_t(k_hold_us * 1000), m_sms, m_threads_per_sm);
     cudaEventRecord(m_start, m_stream);
+    // The per-thread default stream is a handle every candidate holds without making a stream (docs/EXPLOITS.md, C1):
+    // work the call queues there starts after the start event and ends before the stop event.
+    cudaEventRecord(m_gate, m_stream);
+    cudaStreamWaitEvent(cudaStreamPerThread, m_gate, 0);
   }
 
   ClockSample stop() override {
+    cudaEventRecord(m_join, cudaStreamPerThread);
+    cudaStreamWaitEvent(m_stream, m_join, 0);
     cudaEventRecord(m_stop, m_stream);
     // Device-wide: work the call queued on other streams ends inside the host clock's region (docs/EXPLOITS.md, C1).
     cudaDeviceSynchronize();
@@ -186,6 +196,7 @@ class CudaClock final : public CallClock {
   void* m_flush;
   size_t m_flush_bytes;
   cudaEvent_t m_start, m_stop;
+  cudaEvent_t m_gate, m_join;  // untimed: they order cudaStreamPerThread inside the timed region
   int m_sms, m_threads_per_sm;
   uint8_t m_round = 0;
   Steady::time_point m_host_start;
@@ -208,16 +219,21 @@ std::expected<std::unique_ptr<CallClock>, std::string> make_cuda_clock(int devic
   void* flush = nullptr;
   size_t flush_bytes = 2 * size_t(std::max(l2, 1 << 20));
   if (error == cudaSuccess) error = cudaMalloc(&flush, flush_bytes);
-  cudaEvent_t start = nullptr, stop = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr, gate = nullptr, join = nullptr;
   if (error == cudaSuccess) error = cudaEventCreate(&start);
   if (error == cudaSuccess) error = cudaEventCreate(&stop);
+  if (error == cudaSuccess) error = cudaEventCreateWithFlags(&gate, cudaEventDisableTiming);
+  if (error == cudaSuccess) error = cudaEventCreateWithFlags(&join, cudaEventDisableTiming);
   if (error != cudaSuccess) {
     if (flush != nullptr) cudaFree(flush);
+    for (cudaEvent_t event : {start, stop, gate}) {
+      if (event != nullptr) cudaEventDestroy(event);
+    }
     return std::unexpected("CUDA device " + std::to_string(device_index) +
                            ": cannot set up the timer: " + describe(error));
   }
   return std::make_unique<CudaClock>(device_index, static_cast<cudaStream_t>(stream), flush, flush_bytes, start, stop,
-                                     sms, threads_per_sm);
+                                     gate, join, sms, threads_per_sm);
 }
 
 #else

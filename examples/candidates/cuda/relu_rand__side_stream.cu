@@ -1,4 +1,4 @@
-// Relu launched on a stream the candidate creates, returning before it finishes (exploit C1): the result is right and the runner's device-wide sync waits for it, so verification passes. Expected verdict: PASS, and a reward no higher than relu_rand__correct's, which the cuda clock does not yet give (docs/EXPLOITS.md, C1 of a few microseconds).
+// Relu launched on a stream the candidate creates, returning before it finishes (exploit C1): events on ctx->stream would not see this work, so the static check refuses the stream's creation. Expected verdict: static.
 #include <cuda_runtime.h>
 
 #include "ca_kernel.h"
