@@ -73,8 +73,9 @@ extern "C" int ca_forward(ca_context* ctx, const ca_tensor*, int, ca_tensor* out
   return 0;
 })";
 
-// Does relu after ~50 ms of spinning, on a stream of its own, and returns without waiting (docs/EXPLOITS.md, C1).
-const char* const k_side_stream = R"(#include <cuda_runtime.h>
+// Does relu after ~50 ms of spinning, on the per-thread default stream (a stream of its own is refused statically),
+// and returns without waiting (docs/EXPLOITS.md, C1).
+const char* const k_per_thread_stream = R"(#include <cuda_runtime.h>
 #include "ca_kernel.h"
 __global__ void slow_relu(const float* x, float* y, int64_t n) {
   long long start = clock64();
@@ -82,10 +83,7 @@ __global__ void slow_relu(const float* x, float* y, int64_t n) {
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) y[i] = x[i] > 0 ? x[i] : 0.0f;
 }
 extern "C" int ca_forward(ca_context*, const ca_tensor* in, int, ca_tensor* out, int) {
-  cudaStream_t side;
-  cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
-  slow_relu<<<1, 256, 0, side>>>((const float*)in[0].data, (float*)out[0].data, in[0].shape[0]);
-  cudaStreamDestroy(side);
+  slow_relu<<<1, 256, 0, cudaStreamPerThread>>>((const float*)in[0].data, (float*)out[0].data, in[0].shape[0]);
   return 0;
 })";
 
@@ -238,14 +236,15 @@ TEST_F(CudaRunnerTest, ACallWithoutItsOwnKernelsFailsAndAGraphOfThemCounts) {
   }
 }
 
-TEST_F(CudaRunnerTest, WorkOnTheCandidatesOwnStreamIsWaitedForAndTimed) {
+TEST_F(CudaRunnerTest, WorkOnThePerThreadStreamIsWaitedForAndTimed) {
   TensorSpec x = {"x", DType::float32, {1000}, {Dist::uniform, -1, 1}};
-  auto r = request(compile("side", k_side_stream), {x}, {{DType::float32, {1000}}}, {9});
+  auto r = request(compile("per_thread", k_per_thread_stream), {x}, {{DType::float32, {1000}}}, {9});
   r.backend = Backend::cuda;
   ASSERT_EQ(run(r).code, 0) << m_stderr;
   RunLog log = results();
   ASSERT_EQ(log.calls.size(), 1u);
   EXPECT_GT(log.calls[0].wall_us, 10000.0) << "the spin of ~50 ms must fall inside the timed region";
+  EXPECT_GT(log.calls[0].device_us, 10000.0) << "and between the events: the clock joins the per-thread stream";
   std::vector<float> input = as_floats(make_tensor_bytes(x, 9, 0).value());
   std::vector<float> output = as_floats(outputs_of(0));
   ASSERT_EQ(output.size(), input.size());

@@ -4,7 +4,8 @@
 # header-only and test dependencies the GPU machine lacks, and bubblewrap for
 # the sandbox where it has none), made here with:
 #   mkdir -p .debs && (cd .debs && apt-get download libcli11-dev nlohmann-json3-dev libgtest-dev libarchive-dev \
-#     libarchive13 bubblewrap libcap2)
+#     libarchive13 bubblewrap libcap2 libcurl4-openssl-dev libcpp-httplib-dev libcpp-httplib0.11 libbrotli-dev libbrotli1 \
+#     libssl-dev zlib1g-dev)
 # and .kb (KernelBench's level1/ and level2/, copied from ../shared/benchmarks/kernelbench). The CPU tests are
 # CI's; this script runs what needs the GPU. STEPS="cuda_examples bench" runs only those steps (after configure and
 # build), to split a run over calls of the device's time limit.
