@@ -226,7 +226,7 @@ std::expected<std::unique_ptr<CallClock>, std::string> make_cuda_clock(int devic
   if (error == cudaSuccess) error = cudaEventCreateWithFlags(&join, cudaEventDisableTiming);
   if (error != cudaSuccess) {
     if (flush != nullptr) cudaFree(flush);
-    for (cudaEvent_t event : {start, stop, gate}) {
+    for (cudaEvent_t event : {start, stop, gate, join}) {
       if (event != nullptr) cudaEventDestroy(event);
     }
     return std::unexpected("CUDA device " + std::to_string(device_index) +

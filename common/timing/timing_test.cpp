@@ -137,8 +137,9 @@ TEST_F(CudaClockTest, WorkOnAnotherStreamStillCountsThroughTheHostClock) {
 
 // docs/EXPLOITS.md, C1: the default streams need no stream of one's own (those the static check refuses). The clock
 // joins the per-thread one to the events; the legacy one is ordered with the call's stream, a blocking stream as the
-// runner's is. Work moved to either, a share of a tiny call's or of a ~1 ms call's, still counts on the device clock,
-// with no allowance: past 3% short of the whole, an escape of 10% would show.
+// runner's is. Work moved to either, a share of a tiny call's or of a ~1 ms call's, still counts on the device clock:
+// within 3%, less a microsecond for each hold's timer (globaltimer may tick by the microsecond), so on the ~1 ms call
+// an escape of 10% would show, and on the tiny one all of it.
 TEST_F(CudaClockTest, WorkOnTheDefaultStreamsCountsInFull) {
   int sms = 0, threads = 0;
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), cudaSuccess);
@@ -154,7 +155,7 @@ TEST_F(CudaClockTest, WorkOnTheDefaultStreamsCountsInFull) {
           if (moved_ns < whole_ns) hold_device(m_stream, whole_ns - moved_ns, sms, threads);
           hold_device(other, moved_ns, sms, threads);
         });
-        EXPECT_GT(sample.device_us, 0.97 * whole_ns / 1000) << "host " << sample.host_us << " us";
+        EXPECT_GT(sample.device_us, 0.97 * whole_ns / 1000 - 2.0) << "host " << sample.host_us << " us";
       }
     }
   }
