@@ -1,5 +1,7 @@
 #include "verify/verify.h"
 
+#include <algorithm>
+#include <cctype>
 #include <map>
 
 #include "runner/protocol.h"
@@ -26,15 +28,99 @@ Json verdict(bool ok, std::string stage, std::string message) {
           {"checks", Json::object()}};
 }
 
+/// The runner's trials of `library` and their comparison with the reference: {ok, stage, message, trials, checks}
+/// with checks load, run, launch (cuda) and compare as far as they got. `mode` is the device lease's: shared, so that
+/// trials run together but not while a profile times (a spinning trial would skew it), or exclusive, alone. The lease
+/// is held through the reference runs; the build happens outside it.
+std::expected<Json, std::string> judge_trials(TaskProgram& task, const std::string& library,
+                                              const std::vector<RunnerCall>& calls, const VerifyOptions& options,
+                                              LeaseMode mode, ProgressSteps& progress) {
+  const Program& program = task.interpreter.program();
+  RunnerOptions runner{options.build.backend, options.limits, options.runner, options.num_threads};
+  progress.step(mode == LeaseMode::shared ? "waiting for the device" : "waiting for the device to itself");
+  auto lease = DeviceLease::acquire(options.build.backend == Backend::cuda ? "cuda0" : "cpu", options.lock_dir, mode);
+  if (!lease) return Error(lease.error());
+  progress.step("running " + std::to_string(calls.size()) + " trials");
+  auto ran = run_in_runner(program, task.shapes, library, calls, runner);
+  if (!ran) return Error(ran.error());
+  Json result = verdict(true, "", "");
+  if (!ran->load_error.empty()) {
+    result.update(verdict(false, "load", ran->load_error), false);
+    result["checks"]["load"] = false;
+    return result;
+  }
+  result["checks"]["load"] = true;
+
+  at::Device device = options.build.backend == Backend::cuda ? at::Device(at::kCUDA) : at::Device(at::kCPU);
+  Json trials = Json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    std::string trial = "trial " + std::to_string(i + 1) + "/" + std::to_string(calls.size());
+    std::string failure_stage, failure;
+    if (auto failed = call_failure(*ran, i, trial, runner)) {
+      failure_stage = failed->stage;
+      failure = failed->message;
+    }
+    Json entry = {{"seed", calls[i].seed}, {"signed_inputs", calls[i].signed_inputs}};
+    if (failure.empty()) {
+      auto reference = task.interpreter.run(
+          make_tensors(calls[i].signed_inputs ? with_signed_inputs(program) : program, calls[i].seed, device));
+      if (!reference) return Error("reference failed on " + trial + ": " + reference.error());
+      const std::vector<at::Tensor>& outputs = ran->calls[i].outputs;
+      double max_abs = 0, max_rel = 0, rel_l2 = 0;
+      for (size_t k = 0; k < outputs.size() && failure.empty(); ++k) {
+        Comparison c = compare_output(outputs[k], (*reference)[k], options.tolerance);
+        max_abs = std::max(max_abs, c.max_abs);
+        max_rel = std::max(max_rel, c.max_rel);
+        rel_l2 = std::max(rel_l2, c.rel_l2);
+        if (!c.ok) {
+          failure_stage = "compare";
+          failure = trial + (calls[i].signed_inputs ? " (signed inputs)" : "") + ", output " + std::to_string(k) +
+                    ": " + c.message;
+        }
+      }
+      entry.update({{"max_abs", max_abs}, {"max_rel", max_rel}, {"rel_l2", rel_l2}});
+    }
+    entry["ok"] = failure.empty();
+    trials.push_back(entry);
+    if (!failure.empty()) {
+      result["trials"] = trials;
+      result["ok"] = false;
+      result["stage"] = failure_stage;
+      result["message"] = failure;
+      result["checks"]["run"] = failure_stage == "launch" || failure_stage == "compare";
+      if (options.build.backend == Backend::cuda) result["checks"]["launch"] = failure_stage == "compare";
+      result["checks"]["compare"] = false;
+      return result;
+    }
+  }
+  result["trials"] = trials;
+  result["checks"]["run"] = true;
+  if (options.build.backend == Backend::cuda) result["checks"]["launch"] = true;
+  result["checks"]["compare"] = true;
+  return result;
+}
+
 }  // namespace
+
+bool says_out_of_memory(const std::string& message) {
+  std::string lower = message;
+  // CUDA's driver API spells it CUDA_ERROR_OUT_OF_MEMORY.
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return c == '_' ? ' ' : char(std::tolower(c)); });
+  return lower.find("out of memory") != std::string::npos;
+}
+
+bool a_neighbour_may_cause(const Json& verify) {
+  if (verify.value("ok", true)) return false;
+  std::string stage = verify.value("stage", "");
+  if (stage == "timeout") return true;
+  return (stage == "load" || stage == "run" || stage == "launch") && says_out_of_memory(verify.value("message", ""));
+}
 
 std::expected<Json, std::string> verify_candidate(const Json& task, const Json& candidate,
                                                   const VerifyOptions& options) {
   auto task_program = load_task_program(task);
   if (!task_program) return Error(task_program.error());
-  Interpreter* interpreter = &task_program->interpreter;
-  const Program* program = &interpreter->program();
-  const std::vector<TensorShape>* shapes = &task_program->shapes;
   auto files = candidate_files(candidate);
   if (!files) return verdict(false, "static", files.error());
 
@@ -59,68 +145,28 @@ std::expected<Json, std::string> verify_candidate(const Json& task, const Json& 
   for (int i = 0; i < options.trials; ++i) seeds.push_back(source.next());
   std::vector<RunnerCall> calls;
   for (size_t i = 0; i < seeds.size(); ++i) calls.push_back({seeds[i], i % 2 == 1});
-  RunnerOptions runner{options.build.backend, options.limits, options.runner, options.num_threads};
-  // Shared: trials may run together, but not while a profile times on the device (a spinning trial would skew it).
-  // Held to the end, through the reference runs. The build above happens outside it.
-  progress.step("waiting for the device");
-  auto lease = DeviceLease::acquire(options.build.backend == Backend::cuda ? "cuda0" : "cpu", options.lock_dir,
-                                    LeaseMode::shared);
-  if (!lease) return Error(lease.error());
-  progress.step("running " + std::to_string(calls.size()) + " trials");
-  auto ran = run_in_runner(*program, *shapes, built->library, calls, runner);
-  if (!ran) return Error(ran.error());
-  if (!ran->load_error.empty()) {
-    result.update(verdict(false, "load", ran->load_error), false);
-    result["checks"]["load"] = false;
-    return result;
+  // Trials share the device with other jobs. A failure one of them could have caused (docs/EXPLOITS.md, "Shares") is
+  // judged again with the device to itself, and that verdict stands.
+  auto attempt = [&](LeaseMode mode) -> std::expected<Json, std::string> {
+    try {
+      return judge_trials(*task_program, built->library, calls, options, mode, progress);
+    } catch (const std::exception& e) {  // this side's own CUDA out-of-memory (a reference, a comparison)
+      if (!says_out_of_memory(e.what())) throw;
+      return Error(e.what());
+    }
+  };
+  auto judged = attempt(LeaseMode::shared);
+  if (options.build.backend == Backend::cuda &&
+      (judged ? a_neighbour_may_cause(*judged) : says_out_of_memory(judged.error()))) {
+    std::string first = judged ? judged->value("message", "") : judged.error();
+    judged = attempt(LeaseMode::exclusive);
+    if (judged) (*judged)["judged_alone"] = {{"first_failure", first}};
   }
-  result["checks"]["load"] = true;
-
-  at::Device device = options.build.backend == Backend::cuda ? at::Device(at::kCUDA) : at::Device(at::kCPU);
-  Json trials = Json::array();
-  for (size_t i = 0; i < seeds.size(); ++i) {
-    std::string trial = "trial " + std::to_string(i + 1) + "/" + std::to_string(seeds.size());
-    std::string failure_stage, failure;
-    if (auto failed = call_failure(*ran, i, trial, runner)) {
-      failure_stage = failed->stage;
-      failure = failed->message;
-    }
-    Json entry = {{"seed", seeds[i]}, {"signed_inputs", i % 2 == 1}};
-    if (failure.empty()) {
-      auto reference = interpreter->run(
-          make_tensors(calls[i].signed_inputs ? with_signed_inputs(*program) : *program, seeds[i], device));
-      if (!reference) return Error("reference failed on " + trial + ": " + reference.error());
-      const std::vector<at::Tensor>& outputs = ran->calls[i].outputs;
-      double max_abs = 0, max_rel = 0, rel_l2 = 0;
-      for (size_t k = 0; k < outputs.size() && failure.empty(); ++k) {
-        Comparison c = compare_output(outputs[k], (*reference)[k], options.tolerance);
-        max_abs = std::max(max_abs, c.max_abs);
-        max_rel = std::max(max_rel, c.max_rel);
-        rel_l2 = std::max(rel_l2, c.rel_l2);
-        if (!c.ok) {
-          failure_stage = "compare";
-          failure = trial + (i % 2 == 1 ? " (signed inputs)" : "") + ", output " + std::to_string(k) + ": " + c.message;
-        }
-      }
-      entry.update({{"max_abs", max_abs}, {"max_rel", max_rel}, {"rel_l2", rel_l2}});
-    }
-    entry["ok"] = failure.empty();
-    trials.push_back(entry);
-    if (!failure.empty()) {
-      result["trials"] = trials;
-      result["ok"] = false;
-      result["stage"] = failure_stage;
-      result["message"] = failure;
-      result["checks"]["run"] = failure_stage == "launch" || failure_stage == "compare";
-      if (options.build.backend == Backend::cuda) result["checks"]["launch"] = failure_stage == "compare";
-      result["checks"]["compare"] = false;
-      return result;
-    }
-  }
-  result["trials"] = trials;
-  result["checks"]["run"] = true;
-  if (options.build.backend == Backend::cuda) result["checks"]["launch"] = true;
-  result["checks"]["compare"] = true;
+  if (!judged) return Error(judged.error());
+  Json checks = std::move(result["checks"]);
+  checks.update((*judged)["checks"]);
+  result.update(*judged);
+  result["checks"] = std::move(checks);
   return result;
 }
 

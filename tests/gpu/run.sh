@@ -86,6 +86,8 @@ step precompile build-gpu/bin/ca-profile --precompile --backend cuda -j "${PRECO
 step cuda_examples env OUT="$OUT" bash tests/gpu/verify_cuda_examples.sh
 # The device-memory share through MPS (ca-sandbox exec --device-memory); not yet run on a GPU.
 step device_memory timeout "${DEVMEM_TIMEOUT:-300}" env CA_BIN="$PWD/build-gpu/bin" OUT="$OUT" bash tests/gpu/device_memory_share.sh
+# Eight candidates verified at once, one taking the device: the others get the verdicts they get alone (issue 23).
+step eight_at_once timeout "${EIGHT_TIMEOUT:-300}" env CA_BIN="$PWD/build-gpu/bin" OUT="$OUT" bash tests/gpu/eight_at_once.sh
 # The GPU's clocks, power and temperature every 20 ms while the bench runs, to line up with its rounds (samples_began).
 nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
   --format=csv,noheader,nounits -lms 20 >"$OUT/bench.clocks.csv" 2>&1 & clocks=$!
