@@ -428,8 +428,12 @@ TEST_F(SandboxTest, PausedSessionRunsNothingUntilResumed) {
   ::usleep(500000);
   EXPECT_EQ(fs::exists(ticks) ? fs::file_size(ticks) : 0, paused_size) << "something ran while paused";
   session.resume();
-  ::usleep(500000);
-  EXPECT_GT(fs::exists(ticks) ? fs::file_size(ticks) : 0, paused_size);
+  // Resumed, the loop ticks again as soon as it is scheduled: wait for that state (the limit only bounds a hang).
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while ((fs::exists(ticks) ? fs::file_size(ticks) : 0) == paused_size && std::chrono::steady_clock::now() < give_up) {
+    ::usleep(10000);
+  }
+  EXPECT_GT(fs::exists(ticks) ? fs::file_size(ticks) : 0, paused_size) << "nothing ran once resumed";
   session.pause();
   auto result = session.finish(10);  // resumes: the command sees stdin close
   ASSERT_TRUE(result) << result.error();
