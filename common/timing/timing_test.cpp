@@ -1,3 +1,5 @@
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -204,7 +206,8 @@ bool eventually(const std::function<bool()>& done) {
   return done();
 }
 
-// Time for a thread to reach the point where it blocks. A lease that waits passes whatever the machine's speed.
+// Time for a thread to reach the point where it would block: a lease that waits passes whatever the machine's
+// speed. Where a test needs a holder to be waiting already, it waits for that state instead (LeaseTest::queued).
 void settle() {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
 }
@@ -219,13 +222,22 @@ class LeaseTest : public ::testing::Test {
     EXPECT_TRUE(remove_tree(m_dir));
   }
   Holder& hold(LeaseMode mode) { return *m_holders.emplace_back(std::make_unique<Holder>(m_dir, mode, m_order)); }
+  // Whether a holder waits at the lock: every acquire keeps the turnstile (lease.cpp) until it has the lock, so the
+  // turnstile is taken exactly while one waits. Probing takes it for an instant, which a waiter only retries.
+  bool queued() const {
+    int fd = open((m_dir + "/cuda-agent-cpu.gate.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    bool taken = flock(fd, LOCK_EX | LOCK_NB) != 0;
+    if (!taken) flock(fd, LOCK_UN);
+    close(fd);
+    return taken;
+  }
   // A holder in `second` mode asks while one in `first` mode holds the lease: it gets it once the first lets go.
   void expect_second_waits(LeaseMode first_mode, LeaseMode second_mode) {
     Holder& first = hold(first_mode);
     ASSERT_TRUE(eventually([&] { return first.acquired_as == 1; }));
     EXPECT_FALSE(first.waited);
     Holder& second = hold(second_mode);
-    settle();
+    ASSERT_TRUE(eventually([&] { return queued() || second.acquired_as != 0; }));
     EXPECT_EQ(second.acquired_as, 0) << "the second holder did not wait for the first";
     first.let_go();
     ASSERT_TRUE(eventually([&] { return second.acquired_as != 0; }));
@@ -262,7 +274,7 @@ TEST_F(LeaseTest, AWaitingExclusiveHolderGoesBeforeALaterSharedOne) {
   Holder& early = hold(LeaseMode::shared);
   ASSERT_TRUE(eventually([&] { return early.acquired_as == 1; }));
   Holder& exclusive = hold(LeaseMode::exclusive);
-  settle();
+  ASSERT_TRUE(eventually([&] { return queued() || exclusive.acquired_as != 0; }));
   ASSERT_EQ(exclusive.acquired_as, 0);
   Holder& late = hold(LeaseMode::shared);
   settle();
