@@ -2,9 +2,11 @@
 # Eight candidates verified at once while one of them takes the device (issue 23, "Shares"): seven cuda examples of
 # different verdicts and tests/gpu/takes_the_device.cu (a correct relu that first takes all free device memory and
 # all the host RAM its limits allow, and holds them for seconds) go through one `ca-verify -j 8`; then each is
-# verified alone (-j 1, one after another). Every candidate must get the verdict (ok, stage) it gets alone; a
+# verified alone (-j 1, one after another). Each of the seven must get the verdict (ok, stage) it gets alone; a
 # verdict that a neighbour may have caused (docs/EXPLOITS.md, "Shares") carries judged_alone, and the count of those
-# shows whether the taker bit. Run by tests/gpu/run.sh (step eight_at_once); CA_BIN defaults to build-gpu/bin.
+# shows whether the taker bit. The taker's own verdicts are printed, not compared: beside neighbours that end and
+# free their memory its later trials find room, alone its hoard starves them (ca-profile runs it alone, so its
+# reward follows the alone verdict). Run by tests/gpu/run.sh (step eight_at_once); CA_BIN defaults to build-gpu/bin.
 CA_SOURCE_DIR=${CA_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 CA_BIN=${CA_BIN:-$CA_SOURCE_DIR/build-gpu/bin}
 export CA_SOURCE_DIR CA_BIN
@@ -33,7 +35,7 @@ start=$(date +%s)
 verify 1 "$WORK/alone.jsonl" || fail "ca-verify -j 1 exited $?"
 echo "alone (-j 1): $(($(date +%s) - start)) s"
 cp "$WORK/together.jsonl" "$WORK/alone.jsonl" "${OUT:-$WORK}/" 2>/dev/null
-python3 - "$WORK/together.jsonl" "$WORK/alone.jsonl" <<'PY' || fail "a verdict beside the taker differs from the one alone"
+python3 - "$WORK/together.jsonl" "$WORK/alone.jsonl" <<'PY' || fail "a neighbour's verdict beside the taker differs from the one alone"
 import json, sys
 def verdicts(path):
     return {r["id"]: r["verify"] for r in map(json.loads, open(path))}
@@ -45,7 +47,7 @@ for id, v in sorted(alone.items()):
     got = lambda v: "PASS" if v.get("ok") else v.get("stage", "missing")
     first = t.get("judged_alone", {}).get("first_failure", "")
     print(f"{id:36} {got(t):10} {got(v):10} {first[:100]}")
-    bad |= got(t) != got(v)
+    bad |= got(t) != got(v) and not id.endswith("__takes_the_device")
 print(f"{sum('judged_alone' in t for t in together.values())} of {len(together)} judged again alone in the -j 8 run")
 sys.exit(1 if bad else 0)
 PY

@@ -1,8 +1,8 @@
 // A correct relu (the example task example/relu_rand) that first takes every byte of device memory it can get and
 // as much host RAM as its limits let it touch, and holds both for k_hold_s seconds of its first call, so that jobs
 // verified beside it meet a full device. tests/gpu/eight_at_once.sh verifies it with seven example candidates at
-// once and checks that they get the verdicts they get alone. Its own verdict is whatever it gets alone (its later
-// calls may find no room for their inputs).
+// once and checks that they get the verdicts they get alone. Its own verdict depends on its neighbours: alone, its
+// later calls find no room for their inputs; beside neighbours that end and free their memory, they may.
 #include <cuda_runtime.h>
 
 #include <chrono>
