@@ -83,7 +83,9 @@ TEST_F(LoopFixture, ParallelJobsOverlapUpToTheirNumber) {
   std::atomic<int> running = 0, most = 0;
   std::mutex mutex;
   std::condition_variable two_running;
-  // Each record waits until a second one runs beside it (or a timeout, so a sequential loop fails instead of hanging).
+  // Each record waits until two have run at once (once seen, the rest go on); the deadline only keeps a sequential
+  // loop from hanging, and fails it.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   Transform overlapping = [&](const Json& record) -> std::expected<Json, std::string> {
     int now = ++running;
     for (int seen = most; seen < now && !most.compare_exchange_weak(seen, now);) {
@@ -91,7 +93,7 @@ TEST_F(LoopFixture, ParallelJobsOverlapUpToTheirNumber) {
     {
       std::unique_lock lock(mutex);
       two_running.notify_all();
-      two_running.wait_for(lock, std::chrono::seconds(2), [&] { return running >= 2; });
+      two_running.wait_until(lock, deadline, [&] { return most >= 2; });
     }
     --running;
     return doubled(record);
