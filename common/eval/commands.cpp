@@ -9,6 +9,7 @@
 
 #include "util/atomic_file.h"
 #include "util/cli.h"
+#include "util/executable_dir.h"
 #include "util/log.h"
 #include "util/record_output.h"
 
@@ -17,12 +18,6 @@ namespace ca {
 namespace fs = std::filesystem;
 
 namespace {
-
-// The directory of this executable: ca-verify, ca-profile, ca-reward and ca-rollout are its neighbours.
-std::string own_directory() {
-  std::error_code ec;
-  return fs::read_symlink("/proc/self/exe", ec).parent_path().string();
-}
 
 ExitCode report(const EvalError& failure) {
   error(failure.second);
@@ -85,7 +80,7 @@ ExitCode eval_run(EvalOptions options, const std::string& output, const JournalO
   if (options.solutions.empty() && options.policy.empty() && options.judged.empty() && options.modelnew.empty()) {
     return usage_error("run: one of --solutions, --modelnew, --policy or --judged is required");
   }
-  if (options.bin_dir.empty()) options.bin_dir = own_directory();
+  if (options.bin_dir.empty()) options.bin_dir = executable_dir();  // ca-verify, ca-profile, ca-reward, ca-rollout
   auto journal = open_journal(output, journal_options);
   if (!journal) return journal.error();
   options.journal = *journal ? &**journal : nullptr;

@@ -28,6 +28,7 @@
 #include "ir/fingerprint.h"
 #include "torch/tensors.h"
 #include "util/atomic_file.h"
+#include "util/executable_dir.h"
 #include "util/sha256.h"
 #include "util/subprocess.h"
 
@@ -55,12 +56,6 @@ std::string env(const char* name) {
 std::string parent_dir(const std::string& path) {
   auto slash = path.rfind('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-
-std::string self_dir() {
-  char buffer[4096];
-  ssize_t size = ::readlink("/proc/self/exe", buffer, sizeof buffer - 1);
-  return size <= 0 ? "." : parent_dir(std::string(buffer, size_t(size)));
 }
 
 bool exists(const std::string& path) {
@@ -111,7 +106,7 @@ std::expected<std::string, std::string> find_python(const CompiledOptions& optio
   if (!options.python.empty()) return options.python;
   if (std::string python = env("CA_PYTHON"); !python.empty()) return python;
   auto found =
-      first_existing("Python", {self_dir() + "/../../.venv/bin/python", CA_BUILD_SOURCE_DIR "/.venv/bin/python"});
+      first_existing("Python", {executable_dir() + "/../../.venv/bin/python", CA_BUILD_SOURCE_DIR "/.venv/bin/python"});
   if (!found) return Error(found.error() + "; set CA_PYTHON");
   return found;
 }
@@ -119,9 +114,9 @@ std::expected<std::string, std::string> find_python(const CompiledOptions& optio
 std::expected<std::string, std::string> find_bridge(const CompiledOptions& options) {
   if (!options.bridge.empty()) return options.bridge;
   if (std::string dir = env("CA_BRIDGE_DIR"); !dir.empty()) return dir + "/compile_task.py";
-  auto found = first_existing(
-      "compile_task.py", {self_dir() + "/../../bridge/compile_task.py", CA_BUILD_SOURCE_DIR "/bridge/compile_task.py",
-                          CA_INSTALL_DATA_DIR "/bridge/compile_task.py"});
+  auto found = first_existing("compile_task.py", {executable_dir() + "/../../bridge/compile_task.py",
+                                                  CA_BUILD_SOURCE_DIR "/bridge/compile_task.py",
+                                                  CA_INSTALL_DATA_DIR "/bridge/compile_task.py"});
   if (!found) return Error(found.error() + "; set CA_BRIDGE_DIR");
   return found;
 }

@@ -7,6 +7,7 @@
 #include "torch/interpreter.h"
 #include "torch/task_check.h"
 #include "torch/tensors.h"
+#include "util/executable_dir.h"
 #include "util/subprocess.h"
 
 #ifdef CA_WITH_CUDA
@@ -22,12 +23,6 @@ at::Device device_of(Backend backend) {
   return at::Device(backend == Backend::cuda ? at::kCUDA : at::kCPU);
 }
 using Error = std::unexpected<std::string>;
-
-fs::path executable_dir() {
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path() : self.parent_path();
-}
 
 std::string first_line(const std::string& text) {
   return text.substr(0, text.find('\n'));
@@ -118,7 +113,7 @@ void release_cached_device_memory(const at::Device& device) {
 }  // namespace
 
 std::expected<std::vector<std::string>, std::string> import_bridge_command(const KernelbenchImport& options) {
-  const fs::path dir = executable_dir();
+  const fs::path dir = executable_dir();  // the bridge and the venv are beside the build
   std::string python;
   if (const char* env = std::getenv("CA_PYTHON"); env != nullptr && *env != '\0') {
     python = env;

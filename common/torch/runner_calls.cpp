@@ -25,18 +25,13 @@
 #include "timing/clock.h"
 #include "torch/tensors.h"
 #include "util/atomic_file.h"
+#include "util/executable_dir.h"
 
 namespace ca {
 namespace fs = std::filesystem;
 namespace {
 
 using Error = std::unexpected<std::string>;
-
-std::string default_runner() {
-  std::error_code ec;
-  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return (self.parent_path() / "ca-runner").string();
-}
 
 Json tensors_of(const Program& program) {
   Json json = to_json(program);
@@ -270,7 +265,7 @@ std::expected<RunnerSetup, std::string> set_up(const Program& program, const std
     setup.inputs.emplace(std::move(*inputs));
     setup.clock = make_cpu_clock();
   }
-  setup.runner = options.runner.empty() ? default_runner() : options.runner;
+  setup.runner = options.runner.empty() ? executable_dir() + "/ca-runner" : options.runner;
   setup.spec.workdir = setup.run_dir->path();
   setup.spec.writable = {setup.run_dir->io()};
   setup.spec.readable = {setup.runner, library};

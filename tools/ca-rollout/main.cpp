@@ -1,25 +1,14 @@
 // ca-rollout: run a policy as an agent on task records, one episode per task
 // and sample, and write a trajectory record for each (docs/TRAJECTORY.md).
-#include <filesystem>
-
 #include "model/local_policy.h"
 #include "rollout/rollout.h"
 #include "util/cli.h"
 #include "util/exceptions.h"
+#include "util/executable_dir.h"
 #include "util/log.h"
 #include "util/signals.h"
 
 using namespace ca;
-
-namespace {
-
-// The directory of this executable: ca-sandbox, ca-verify, ca-profile and ca-reward are its neighbours.
-std::string own_directory() {
-  std::error_code ec;
-  return std::filesystem::read_symlink("/proc/self/exe", ec).parent_path().string();
-}
-
-}  // namespace
 
 int main(int argc, char** argv) try {
   model::register_local_policy();
@@ -80,9 +69,9 @@ int main(int argc, char** argv) try {
   options.jobs = cli.common().jobs;
   options.seed = cli.common().seed;
   options.policy.send_seed = app.count("--seed") > 0;
-  options.episode.tools.bin_dir = own_directory();
+  options.episode.tools.bin_dir = executable_dir();
   options.episode.tools.profile_compile = !no_compile;
-  options.episode.judge = {own_directory(), options.episode.tools.backend, !no_final_profile, !no_compile};
+  options.episode.judge = {executable_dir(), options.episode.tools.backend, !no_final_profile, !no_compile};
   install_interrupt_handlers();
   return to_int(run_rollout(options));
 } catch (...) {  // LibTorch's and the standard library's exceptions: util/exceptions.h
