@@ -70,8 +70,8 @@ std::expected<Json, std::string> workspace_candidate(const std::string& dir, con
 std::expected<std::map<std::string, std::string>, std::string> candidate_files(const Json& candidate) {
   auto files = require_field(candidate, "files", "");
   if (!files) return std::unexpected(files.error());
-  if (!(*files)->is_object() || (*files)->empty())
-    return std::unexpected("files: expected an object of path -> source");
+  if (!(*files)->is_object()) return std::unexpected("files: expected an object of path -> source");
+  if ((*files)->empty()) return std::unexpected("files: no kernel files: nothing was written to judge");
   std::map<std::string, std::string> out;
   for (auto it = (*files)->begin(); it != (*files)->end(); ++it) {
     if (!it->is_string()) return std::unexpected(field_path("files", it.key()) + ": expected the file's text");

@@ -14,6 +14,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A candidate that wrote nothing (an episode that finished without a kernel) is told so, not that its files are
+// malformed.
+TEST(CandidateFilesTest, NoFilesIsSaidApartFromMalformedFiles) {
+  auto none = candidate_files(Json{{"files", Json::object()}});
+  ASSERT_FALSE(none);
+  EXPECT_NE(none.error().find("no kernel files"), std::string::npos) << none.error();
+  auto list = candidate_files(Json{{"files", Json::array({"kernels/a.cu"})}});
+  ASSERT_FALSE(list);
+  EXPECT_NE(list.error().find("expected an object of path -> source"), std::string::npos) << list.error();
+  auto one = candidate_files(Json{{"files", {{"kernels/a.cu", "int x;"}}}});
+  ASSERT_TRUE(one) << one.error();
+  EXPECT_EQ(one->at("kernels/a.cu"), "int x;");
+}
+
 // Four candidate records with embedded tasks; the judge of the test decides by task id.
 struct JudgeRecordsFixture : ::testing::Test {
   fs::path dir = fs::temp_directory_path() / ("ca_candidates_test_" + std::to_string(getpid()));
