@@ -9,10 +9,9 @@
 #include <mutex>
 #include <optional>
 
-#include <ATen/Context.h>
-
 #include "crawl/module_records.h"
 #include "torch/op_catalog.h"
+#include "torch/runtime.h"
 #include "torch/task_check.h"
 #include "util/cli.h"
 #include "util/exceptions.h"
@@ -116,7 +115,7 @@ std::string problem_digest(const std::string& file) {
 
 ExitCode import_kernelbench(KernelbenchImport options, const std::string& output, const std::string& digests_path,
                             const JournalOptions& journal_options) {
-  if (options.backend == Backend::cuda && !at::hasCUDA()) return usage_error("--device cuda: no CUDA device here");
+  if (options.backend == Backend::cuda && !torch_has_cuda()) return usage_error("--device cuda: no CUDA device here");
   for (const auto& dir : options.dirs) {
     if (!std::filesystem::is_directory(dir)) {
       error(dir, "no such directory");

@@ -5,9 +5,7 @@
 #include <map>
 #include <optional>
 
-#include <ATen/Context.h>
-#include <ATen/Parallel.h>
-
+#include "torch/runtime.h"
 #include "util/atomic_file.h"
 #include "util/cli.h"
 #include "util/log.h"
@@ -59,10 +57,10 @@ ExitCode filter_records(FilterOptions options, FilterRun run) {
     return usage_error("--rejects '" + run.rejects + "' is the same file as -o '" + run.output +
                        "': one would replace the other; give them different paths");
   }
-  if (options.backend == Backend::cuda && !at::hasCUDA()) {
+  if (options.backend == Backend::cuda && !torch_has_cuda()) {
     return usage_error("--device cuda: no CUDA device is available (this build or machine)");
   }
-  at::set_num_threads(run.threads);
+  set_torch_threads(run.threads);
   options.compiled.num_threads = run.threads;  // the compiled baseline runs with eager's threads
 
   TaskFilter filter(options);

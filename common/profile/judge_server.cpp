@@ -11,13 +11,10 @@
 #include <optional>
 #include <thread>
 
-#ifdef CA_WITH_CUDA
-#include <c10/cuda/CUDACachingAllocator.h>
-#endif
-
 #include "profile/records.h"
 #include "sandbox/workspace.h"
 #include "torch/cpu_caching_allocator.h"
+#include "torch/runtime.h"
 #include "util/exceptions.h"
 #include "util/log.h"
 #include "util/signals.h"
@@ -26,12 +23,6 @@
 
 namespace ca {
 namespace {
-
-void release_cached_device_memory() {
-#ifdef CA_WITH_CUDA
-  c10::cuda::CUDACachingAllocator::emptyCache();
-#endif
-}
 
 Json error_answer(ExitCode code, const std::string& tool, const std::string& message) {
   return {{"exit", to_int(code)}, {"stderr", tool + ": error: " + message + "\n"}};

@@ -10,8 +10,6 @@
 #include <mutex>
 #include <thread>
 
-#include <ATen/Parallel.h>
-
 #include "timing/clock.h"
 #include "timing/lease.h"
 #include "timing/speed_of_light.h"
@@ -20,6 +18,7 @@
 #include "torch/interpreter.h"
 #include "torch/precision.h"
 #include "torch/runner_calls.h"
+#include "torch/runtime.h"
 #include "torch/task_check.h"
 #include "torch/tensors.h"
 #include "util/progress.h"
@@ -267,7 +266,7 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   }
   profile["flush_bytes"] = clock->flush_bytes();
   // Baselines get the candidate's threads (cpu) and, while they are timed, the TF32 mode the record states.
-  at::set_num_threads(options.num_threads);
+  set_torch_threads(options.num_threads);
   // Where the TF32 mode changes eager's outputs (cuda, a mode other than none), the candidate is compared with an
   // fp32 run of its own; elsewhere eager's timed outputs are that run already (docs/TIMING.md, "Precision").
   const bool eager_is_fp32 = backend != Backend::cuda || options.compiled.tf32 == Tf32Mode::none;
@@ -351,7 +350,7 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
     // outputs: there a parallel compare waits on whichever core another process holds, and a relu's 226 checks took
     // 2.9 s on the 2-core machine under load against 0.7 s for 803 quiet (bench/RESULTS.md, issue 24 item 6).
     if (output_bytes >= k_parallel_check_bytes)
-      at::set_num_threads(int(std::max(1u, std::thread::hardware_concurrency())));
+      set_torch_threads(int(std::max(1u, std::thread::hardware_concurrency())));
     for (size_t i = 0; i < seeds.size(); ++i) {
       std::string call = label + ", call " + std::to_string(i + 1);
       if (auto failure = call_failure(*candidate_run, i, call, session->options())) {
@@ -384,7 +383,7 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
         times[0].push_back(
             counted_us({candidate_run->calls[i].report->device_us, candidate_run->calls[i].report->wall_us}));
     }
-    at::set_num_threads(options.num_threads);
+    set_torch_threads(options.num_threads);
     phases.mark("check");
     times[1].insert(times[1].end(), eager_run->times.begin(), eager_run->times.end());
     if (compiled_run_times)

@@ -5,14 +5,11 @@
 
 #include "ir/safetensors.h"
 #include "torch/interpreter.h"
+#include "torch/runtime.h"
 #include "torch/task_check.h"
 #include "torch/tensors.h"
 #include "util/executable_dir.h"
 #include "util/subprocess.h"
-
-#ifdef CA_WITH_CUDA
-#include <c10/cuda/CUDACachingAllocator.h>
-#endif
 
 namespace ca {
 namespace {
@@ -100,16 +97,6 @@ std::expected<Json, std::string> run_for_check(const Json& record, const Program
   return digests;
 }
 
-// Gives the memory a task's run cached back to the device, so that other processes sharing the GPU (the
-// full-size check runs several imports at once) can have it.
-void release_cached_device_memory(const at::Device& device) {
-#ifdef CA_WITH_CUDA
-  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::emptyCache();
-#else
-  (void)device;
-#endif
-}
-
 }  // namespace
 
 std::expected<std::vector<std::string>, std::string> import_bridge_command(const KernelbenchImport& options) {
@@ -179,7 +166,8 @@ std::expected<ImportedTask, std::string> finish_import(const Json& record, const
   } catch (const c10::Error& error) {
     digest = Error(first_line(error.what_without_backtrace()));
   }
-  release_cached_device_memory(device_of(options.backend));
+  // The full-size check runs several imports at once on one GPU: each gives back what its task cached.
+  if (options.backend == Backend::cuda) release_cached_device_memory();
   if (!digest) return Error(digest.error());
   return ImportedTask{std::move(*checked), std::move(*digest)};
 }
