@@ -5,8 +5,6 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +18,7 @@
 
 #include "train/losses.h"
 #include "train/optimizer.h"
+#include "train/refusing_port_test_util.h"
 
 namespace ca::train {
 namespace {
@@ -209,23 +208,6 @@ TEST(DataParallelTest, GlooBroadcastsRankZerosParametersAndReducesGradientsInBuc
     EXPECT_TRUE(dp.barrier());
   });
 }
-
-// A port that refuses connections: bound, never listened on, kept until the end of the test.
-struct RefusingPort {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  uint16_t port = 0;
-  RefusingPort() {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-      port = ntohs(addr.sin_port);
-    }
-  }
-  ~RefusingPort() { ::close(fd); }
-};
 
 TEST(DataParallelTest, ARankThatCannotReachTheStoreFailsWithinTheTimeoutSayingWhere) {
   RefusingPort refusing;

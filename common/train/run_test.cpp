@@ -3,12 +3,11 @@
 #include "train/run.h"
 
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <fstream>
 
+#include "train/refusing_port_test_util.h"
 #include "util/atomic_file.h"
 
 namespace ca::train {
@@ -20,23 +19,6 @@ struct TempDir {
   fs::path path = fs::temp_directory_path() / ("ca_train_run_test_" + std::to_string(::getpid()));
   TempDir() { fs::create_directories(path); }
   ~TempDir() { fs::remove_all(path); }
-};
-
-// A port that refuses connections: bound, never listened on, kept until the end of the test.
-struct RefusingPort {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  uint16_t port = 0;
-  RefusingPort() {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0 &&
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-      port = ntohs(addr.sin_port);
-    }
-  }
-  ~RefusingPort() { ::close(fd); }
 };
 
 // A tokenizer of a few letters: enough for records that are dropped or refused before they are tokenized.
