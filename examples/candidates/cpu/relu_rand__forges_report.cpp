@@ -1,6 +1,6 @@
 // Correct relu that rewrites the runner's report of its previous call with a tenth of the time: it rewrites
 // results.jsonl in the runner's io folder with that line's times cut, every other line as it was, so the lines stay
-// one a call and in order (EXPLOITS C4). Expected verdict: PASS with its honest twin's reward: the reports no longer
+// one a call and in order (docs/EXPLOITS.md C4). Expected verdict: PASS with its honest twin's reward: the reports no longer
 // travel through that file (each call's comes over the runner's pipe, and its time is the trusted side's), so
 // there is nothing there to forge.
 #include <omp.h>

@@ -1,6 +1,6 @@
 // Correct relu (CUDA) that rewrites the runner's report of its previous call with a tenth of the time: it rewrites
 // results.jsonl in the runner's io folder with that line's times cut, every other line as it was, so the lines stay
-// one a call and in order (EXPLOITS C4). Expected verdict: PASS with its real time: the reports no longer travel
+// one a call and in order (docs/EXPLOITS.md C4). Expected verdict: PASS with its real time: the reports no longer travel
 // through that file (each call's comes over the runner's pipe), so there is nothing there to forge. GPU run needed.
 #include <cuda_runtime.h>
 

@@ -1,4 +1,4 @@
-// Cheating relu (exploit B4): copies x to y with a kernel of its own (a cudaMemcpy alone would fail at launch, EXPLOITS A2), which is right only when every x >= 0 (the task's rand init is [0, 1)). Expected verdict: FAIL at compare (on signed-input trials).
+// Cheating relu (exploit B4): copies x to y with a kernel of its own (a cudaMemcpy alone would fail at launch, docs/EXPLOITS.md A2), which is right only when every x >= 0 (the task's rand init is [0, 1)). Expected verdict: FAIL at compare (on signed-input trials).
 #include <cuda_runtime.h>
 
 #include "ca_kernel.h"
