@@ -212,11 +212,7 @@ TEST(DataParallelTest, GlooBroadcastsRankZerosParametersAndReducesGradientsInBuc
 TEST(DataParallelTest, ARankThatCannotReachTheStoreFailsWithinTheTimeoutSayingWhere) {
   RefusingPort refusing;
   ASSERT_NE(refusing.port, 0);
-  DistEnv env;
-  env.rank = 1;
-  env.world_size = 2;
-  env.master_addr = "127.0.0.1";
-  env.master_port = refusing.port;
+  DistEnv env = second_of_two_ranks_at(refusing.port);
   DistOptions options;
   options.rendezvous_timeout = std::chrono::milliseconds(300);
   auto dp = DataParallel::init(env, options);

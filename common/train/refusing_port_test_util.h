@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "train/distributed.h"
+
 namespace ca::train {
 
 /// A port on 127.0.0.1 that refuses connections: bound, never listened on, kept until the end of the test.
@@ -27,5 +29,15 @@ struct RefusingPort {
   RefusingPort(const RefusingPort&) = delete;
   RefusingPort& operator=(const RefusingPort&) = delete;
 };
+
+/// Rank 1 of a world of 2 whose store is at `port` on 127.0.0.1 (a RefusingPort's: it never answers).
+inline DistEnv second_of_two_ranks_at(uint16_t port) {
+  DistEnv env;
+  env.rank = 1;
+  env.world_size = 2;
+  env.master_addr = "127.0.0.1";
+  env.master_port = port;
+  return env;
+}
 
 }  // namespace ca::train

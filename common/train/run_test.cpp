@@ -67,11 +67,7 @@ TEST(JoinLaunchTest, ABadDeviceInALaunchIsAUsageError) {
 TEST(JoinLaunchTest, AStoreThatCannotBeReachedIsAnIoError) {
   RefusingPort refusing;
   ASSERT_NE(refusing.port, 0);
-  DistEnv env;
-  env.rank = 1;
-  env.world_size = 2;
-  env.master_addr = "127.0.0.1";
-  env.master_port = refusing.port;
+  DistEnv env = second_of_two_ranks_at(refusing.port);
   std::string device = "cpu";
   auto dp = join_launch(env, device, std::chrono::milliseconds(300));
   ASSERT_FALSE(dp);
