@@ -11,7 +11,12 @@ run() {
   "$@" >"$WORK/stdout" 2>"$WORK/stderr"
   code=$?
 }
-fail() { echo "FAIL: $*" >&2; echo "--- stderr:" >&2; head -5 "$WORK/stderr" >&2; failures=$((failures + 1)); }
+# The last tool run's stderr follows, where the check ran one.
+fail() {
+  echo "FAIL: $*" >&2
+  if [ -s "$WORK/stderr" ]; then echo "--- stderr:" >&2; head -5 "$WORK/stderr" >&2; fi
+  failures=$((failures + 1))
+}
 expect_code() { [ "$code" -eq "$1" ] || fail "exit code $code, expected $1"; }
 expect_stderr() { grep -qF -- "$1" "$WORK/stderr" || fail "stderr lacks: $1"; }
 expect_stdout() { grep -qF -- "$1" "$WORK/stdout" || fail "stdout lacks: $1"; }
