@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <optional>
 
-#include <ATen/core/dispatch/Dispatcher.h>
-
 #include "filter/rubric.h"
 #include "timing/lease.h"
 #include "torch/compiled.h"
@@ -68,9 +66,8 @@ std::vector<std::string> reason_names() {
 }
 
 bool is_random_op(std::string_view qualified) {
-  auto [name, overload] = split_op_name(qualified);
-  auto handle = c10::Dispatcher::singleton().findSchema({name, overload});
-  if (handle && seeded_random(*handle)) return true;
+  if (seeded_random(qualified)) return true;
+  std::string name = split_op_name(qualified).first;
   std::string_view base = name;
   if (auto colons = base.find("::"); colons != std::string_view::npos) base.remove_prefix(colons + 2);
   for (std::string_view part : {"rand", "dropout", "bernoulli", "multinomial", "normal", "poisson", "uniform",

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <numeric>
 
-#include <ATen/core/dispatch/Dispatcher.h>
-
 namespace ca {
 
 std::vector<OpTemplate> op_templates(const std::vector<Json>& records, size_t& skipped) {
@@ -14,69 +12,17 @@ std::vector<OpTemplate> op_templates(const std::vector<Json>& records, size_t& s
     if (!record.value("usable", false)) continue;
     std::string name = record.value("name", "");
     std::string overload = record.value("overload", "");
-    auto handle = c10::Dispatcher::singleton().findSchema({name, overload});
-    if (!handle) {
+    auto schema = find_op_schema(name, overload);
+    if (!schema) {
       ++skipped;
       continue;
     }
-    templates.push_back(
-        {name, overload, record.value("category", "other"), std::make_shared<const c10::OperatorHandle>(*handle)});
+    templates.push_back({name, overload, record.value("category", "other"), std::move(*schema)});
   }
   return templates;
 }
 
 namespace {
-
-enum class Kind {
-  tensor,
-  optional_tensor,
-  tensor_list,
-  other_tensor_list,
-  integer,
-  int_list,
-  real,
-  real_list,
-  boolean,
-  bool_list,
-  scalar,
-  string,
-  scalar_type,
-  implicit
-};
-
-// The argument's kind; `optional` says whether None is allowed.
-Kind kind_of(const c10::Argument& argument, bool& optional) {
-  c10::TypePtr type = argument.type();
-  optional = type->kind() == c10::TypeKind::OptionalType;
-  if (optional) type = type->castRaw<c10::OptionalType>()->getElementType();
-  switch (type->kind()) {
-    case c10::TypeKind::TensorType:
-      return optional ? Kind::optional_tensor : Kind::tensor;
-    case c10::TypeKind::ListType: {
-      auto element = type->castRaw<c10::ListType>()->getElementType()->kind();
-      if (element == c10::TypeKind::TensorType) return Kind::tensor_list;
-      if (element == c10::TypeKind::IntType || element == c10::TypeKind::SymIntType) return Kind::int_list;
-      if (element == c10::TypeKind::FloatType) return Kind::real_list;
-      if (element == c10::TypeKind::BoolType) return Kind::bool_list;
-      return Kind::other_tensor_list;
-    }
-    case c10::TypeKind::IntType:
-    case c10::TypeKind::SymIntType:
-      return Kind::integer;
-    case c10::TypeKind::FloatType:
-      return Kind::real;
-    case c10::TypeKind::BoolType:
-      return Kind::boolean;
-    case c10::TypeKind::NumberType:
-      return Kind::scalar;
-    case c10::TypeKind::StringType:
-      return Kind::string;
-    case c10::TypeKind::ScalarTypeType:
-      return Kind::scalar_type;
-    default:
-      return Kind::implicit;  // MemoryFormat, Layout, Device, Generator: defaults or None
-  }
-}
 
 bool has(std::string_view name, std::string_view part) {
   return name.find(part) != std::string_view::npos;
@@ -258,31 +204,31 @@ struct NodeFill {
     return rng.pick(std::vector<double>{0.5, 2.0});
   }
 
-  std::optional<Json> literal(const c10::Argument& argument, Kind kind) {
-    const std::string& name = argument.name();
-    switch (kind) {
-      case Kind::integer:
+  std::optional<Json> literal(const OpArgument& argument) {
+    const std::string& name = argument.name;
+    switch (argument.kind) {
+      case ArgKind::integer:
         return int_rule(name);
-      case Kind::int_list:
-        return int_list_rule(name, argument.N());
-      case Kind::real:
+      case ArgKind::int_list:
+        return int_list_rule(name, argument.fixed_size);
+      case ArgKind::real:
         return real_rule(name);
-      case Kind::scalar: {
+      case ArgKind::scalar: {
         if (name == "other") return context.rng.pick(std::vector<Json>{0.5, 2.0, 1});
         return real_rule(name);
       }
-      case Kind::real_list:
+      case ArgKind::real_list:
         if (name == "scale_factors") return std::vector<double>(size_t(std::max(1, rank - 2)), 2.0);
         return std::nullopt;
-      case Kind::boolean:
+      case ArgKind::boolean:
         if (name == "training" || name == "train" || name == "cudnn_enabled") return true;
         if (name == "keepdim") return context.rng.chance(0.5);
         return false;
-      case Kind::string:
+      case ArgKind::string:
         if (name == "approximate") return "tanh";
         if (name == "reduce" || name == "reduction") return "sum";
         return std::nullopt;
-      case Kind::scalar_type:
+      case ArgKind::scalar_type:
         return "float32";
       default:
         return std::nullopt;
@@ -290,19 +236,17 @@ struct NodeFill {
   }
 
   // The argument's JSON value; nullptr-valued optional means "leave it out".
-  std::optional<std::optional<Json>> fill(const c10::Argument& argument) {
-    bool optional = false;
-    Kind kind = kind_of(argument, optional);
+  std::optional<std::optional<Json>> fill(const OpArgument& argument) {
     Rng& rng = context.rng;
-    bool has_default = argument.default_value().has_value();
-    switch (kind) {
-      case Kind::tensor:
+    const bool has_default = argument.has_default;
+    switch (argument.kind) {
+      case ArgKind::tensor:
         if (!primary_used) {
           primary_used = true;
           return std::optional<Json>("%" + context.primary.name);
         }
-        return std::optional<Json>(other_tensor(argument.name()));
-      case Kind::tensor_list: {  // cat, stack: the primary and one more of its shape
+        return std::optional<Json>(other_tensor(argument.name));
+      case ArgKind::tensor_list: {  // cat, stack: the primary and one more of its shape
         Json first = primary_used ? other_tensor("other") : Json("%" + context.primary.name);
         primary_used = true;
         auto partner = std::find_if(context.values.rbegin(), context.values.rend(), [&](const SynthValue& v) {
@@ -313,23 +257,23 @@ struct NodeFill {
                           : Json(add_tensor(shape, false, DType::float32, {}));
         return std::optional<Json>(Json::array({first, second}));
       }
-      case Kind::optional_tensor:
-        if ((has(argument.name(), "weight") || has(argument.name(), "bias")) && rng.chance(0.5)) {
-          return std::optional<Json>(other_tensor(argument.name()));
+      case ArgKind::optional_tensor:
+        if ((has(argument.name, "weight") || has(argument.name, "bias")) && rng.chance(0.5)) {
+          return std::optional<Json>(other_tensor(argument.name));
         }
         return has_default ? std::optional<Json>() : std::optional<Json>(nullptr);
-      case Kind::other_tensor_list:
-      case Kind::implicit:
-        if (has_default || optional) return std::optional<Json>();
+      case ArgKind::other_tensor_list:
+      case ArgKind::implicit:
+        if (has_default || argument.optional) return std::optional<Json>();
         return std::nullopt;
       default:
         break;
     }
     if (has_default && rng.chance(0.8)) return std::optional<Json>();
-    auto value = literal(argument, kind);
+    auto value = literal(argument);
     if (value) return std::optional<Json>(*value);
     if (has_default) return std::optional<Json>();
-    if (optional) return std::optional<Json>(nullptr);
+    if (argument.optional) return std::optional<Json>(nullptr);
     return std::nullopt;
   }
 };
@@ -339,27 +283,26 @@ struct NodeFill {
 std::optional<Node> fill_node(const OpTemplate& op, FillContext& context, const std::string& out_name,
                               std::string& why) {
   NodeFill state{op, context, context.primary.shape, int(context.primary.shape.size()), -1, {}, false};
-  const auto& arguments = op.handle->schema().arguments();
   Node node;
   node.op = op.name;
   node.overload = op.overload;
   node.outputs = {out_name};
   bool positional = true;  // arguments go by position until the first one left out
-  for (const auto& argument : arguments) {
+  for (const auto& argument : op.schema.arguments) {
     auto value = state.fill(argument);
     if (!value) {
-      why = "no rule for argument '" + argument.name() + "' (" + argument.type()->str() + ")";
+      why = "no rule for argument '" + argument.name + "' (" + argument.type + ")";
       return std::nullopt;
     }
     if (!*value) {
       positional = false;
       continue;
     }
-    if (positional && !argument.kwarg_only()) {
+    if (positional && !argument.kwarg_only) {
       node.args.push_back(**value);
     } else {
       positional = false;
-      node.kwargs[argument.name()] = **value;
+      node.kwargs[argument.name] = **value;
     }
   }
   return node;

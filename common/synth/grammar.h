@@ -5,28 +5,23 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "ir/program.h"
+#include "torch/op_schema.h"
 #include "util/jsonl.h"
-
-namespace c10 {
-class OperatorHandle;
-}
 
 namespace ca {
 
-/// One usable op, resolved against LibTorch's dispatcher (its handle is opaque here: only grammar.cpp, which fills
-/// arguments from its schema, includes the dispatcher).
+/// One usable op with its schema as LibTorch's dispatcher declares it.
 struct OpTemplate {
   std::string name;      // "aten::add"
   std::string overload;  // "Tensor"; "" for the default overload
   std::string category;  // from the op record
-  std::shared_ptr<const c10::OperatorHandle> handle;
+  OpSchema schema;
   std::string qualified_name() const { return overload.empty() ? name : name + "." + overload; }
 };
 

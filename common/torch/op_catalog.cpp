@@ -7,6 +7,7 @@
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
+#include "ir/program.h"
 #include "torch/convert.h"
 
 namespace ca {
@@ -254,6 +255,10 @@ std::string_view base_name(std::string_view name) {
   return base;
 }
 
+bool seeded_random(const c10::OperatorHandle& op) {
+  return op.hasTag(at::Tag::nondeterministic_seeded) && !random_only_through_dropout(op.schema());
+}
+
 std::string categorize(std::string_view base, const c10::OperatorHandle& op) {
   if (seeded_random(op) || contains(base, "dropout") || contains(base, "rand") ||
       any_of(base, {"bernoulli", "normal", "multinomial", "poisson", "uniform", "exponential", "geometric", "cauchy",
@@ -458,8 +463,10 @@ std::string summarize_ops(const std::vector<Json>& ops) {
   return table + row("total", total, total_usable);
 }
 
-bool seeded_random(const c10::OperatorHandle& op) {
-  return op.hasTag(at::Tag::nondeterministic_seeded) && !random_only_through_dropout(op.schema());
+bool seeded_random(std::string_view qualified) {
+  auto [name, overload] = split_op_name(qualified);
+  auto op = c10::Dispatcher::singleton().findSchema({name, overload});
+  return op && seeded_random(*op);
 }
 
 }  // namespace ca

@@ -9,15 +9,12 @@
 
 #include "util/jsonl.h"
 
-namespace c10 {
-class OperatorHandle;
-}
-
 namespace ca {
 
-/// Whether the operator draws random numbers as tasks call it: tagged nondeterministic_seeded, unless only through
-/// a dropout argument that defaults to 0 (the attention ops).
-bool seeded_random(const c10::OperatorHandle& op);
+/// Whether the operator written "ns::name.overload" draws random numbers as tasks call it: tagged
+/// nondeterministic_seeded, unless only through a dropout argument that defaults to 0 (the attention ops). False for
+/// an operator LibTorch's dispatcher does not know.
+bool seeded_random(std::string_view qualified);
 
 /// Every registered operator, sorted by name then overload, as records
 /// {kind:"op", name, overload, schema, category, tags, deterministic, usable,
