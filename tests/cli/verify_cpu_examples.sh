@@ -4,8 +4,7 @@
 . "$(dirname "$0")/lib.bash"
 dir=$CA_SOURCE_DIR/examples/candidates/cpu
 
-python3 "$CA_SOURCE_DIR/examples/candidates/pack.py" "$dir" >"$WORK/packed.jsonl"
-cmp -s "$WORK/packed.jsonl" "$dir/candidates.jsonl" || fail "candidates.jsonl is stale: run examples/candidates/pack.py"
+python3 "$CA_SOURCE_DIR/examples/candidates/pack.py" --check "$dir" || fail "candidates.jsonl is stale"
 
 "$CA_BIN/ca-verify" --tasks "$dir/tasks.jsonl" --timeout 10 "$dir/candidates.jsonl" 2>"$WORK/verify_err" |
   "$CA_BIN/ca-reward" >"$WORK/rewarded.jsonl" 2>"$WORK/reward_err"

@@ -4,8 +4,7 @@
 . "$(dirname "$0")/lib.bash"
 dir=$CA_SOURCE_DIR/examples/candidates/cuda
 
-python3 "$CA_SOURCE_DIR/examples/candidates/pack.py" "$dir" >"$WORK/packed.jsonl"
-cmp -s "$WORK/packed.jsonl" "$dir/candidates.jsonl" || fail "candidates.jsonl is stale: run examples/candidates/pack.py"
+python3 "$CA_SOURCE_DIR/examples/candidates/pack.py" --check "$dir" || fail "candidates.jsonl is stale"
 grep '"expect":"static"' "$dir/candidates.jsonl" >"$WORK/static.jsonl"
 want=$(grep -c ' static ' "$dir/EXPECTED")
 [ "$want" -ge 3 ] || fail "EXPECTED names $want static candidates, expected at least 3"

@@ -9,8 +9,7 @@ export CA_SOURCE_DIR CA_BIN
 . "$CA_SOURCE_DIR/tests/cli/lib.bash"
 dir=$CA_SOURCE_DIR/examples/candidates/cuda
 
-python3 "$CA_SOURCE_DIR/examples/candidates/pack.py" "$dir" >"$WORK/packed.jsonl"
-cmp -s "$WORK/packed.jsonl" "$dir/candidates.jsonl" || fail "candidates.jsonl is stale: run examples/candidates/pack.py"
+python3 "$CA_SOURCE_DIR/examples/candidates/pack.py" --check "$dir" || fail "candidates.jsonl is stale"
 
 # A cache of its own, so every candidate is compiled here for this GPU; compiled baselines are kept across runs.
 export CA_CACHE_DIR=$WORK/cache
