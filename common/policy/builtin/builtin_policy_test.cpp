@@ -74,13 +74,13 @@ TEST(BuiltinPolicyTest, TriesTheNextVariantAfterAFailAndKeepsTheFastest) {
 
 TEST(BuiltinPolicyTest, FinishesWithAReasonPerUncoveredNode) {
   Episode episode(4, R"({"inputs":[{"name":"x","dtype":"float32","shape":[8,16]}],
-      "nodes":[{"op":"aten::flip","args":["%x",[1]],"out":["c"]},{"op":"aten::sort","args":["%x"],"out":["s","i"]},
+      "nodes":[{"op":"aten::roll","args":["%x",[1],[1]],"out":["c"]},{"op":"aten::sort","args":["%x"],"out":["s","i"]},
                {"op":"aten::add.Tensor","args":["%c","%s"],"out":["y"]}],"outputs":["y"]})");
   episode.step("");
   ASSERT_EQ(episode.tool(), "finish");
   const Json& uncovered = episode.turns.back().extra["uncovered"];
   ASSERT_EQ(uncovered.size(), 2u);
-  EXPECT_EQ(uncovered[0]["op"], "aten::flip");
+  EXPECT_EQ(uncovered[0]["op"], "aten::roll");
   EXPECT_EQ(uncovered[1]["node"], 1);
   EXPECT_NE(episode.arguments()["message"].get<std::string>().find("aten::sort"), std::string::npos);
 }

@@ -70,7 +70,8 @@ class Emitter {
       std::vector<int64_t> strides = contiguous_strides(in_shape);
       std::string index = std::to_string(val.offset) + "LL";
       for (size_t d = 0; d < val.perm.size(); ++d) {
-        index += " + c" + std::to_string(d) + " * " + std::to_string(strides[val.perm[d]]) + "LL";
+        const int64_t stride = strides[val.perm[d]] * (val.step.empty() ? 1 : val.step[d]);
+        index += " + c" + std::to_string(d) + " * " + std::to_string(stride) + "LL";
       }
       m_out << "  return " << load(val.args[0], index) << ";\n}\n\n";
       return;

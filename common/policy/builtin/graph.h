@@ -17,7 +17,8 @@ namespace ca::builtin {
 enum class ValKind {
   buffer,     // memory: an input or param, a program output, or scratch from ctx->workspace
   pointwise,  // expr over args, evaluated per element where it is read (fused)
-  permute,    // args[0] with its dims permuted (transpose, permute) or sliced (glu), read through index math
+  permute,    // args[0] with its dims permuted (transpose, permute), sliced (glu, slice, select) or reversed (flip),
+              // read through index math
   alias,      // args[0] under another shape, same elements in the same order (view, reshape, flatten, ...)
 };
 
@@ -33,8 +34,9 @@ struct Val {
   std::string expr;
   std::vector<int> args;
   std::vector<int> align;
-  std::vector<int> perm;  // permute: output dim d is input dim perm[d]
-  int64_t offset = 0;     // permute: where element 0 sits in args[0] (a slice)
+  std::vector<int> perm;      // permute: output dim d is input dim perm[d] (an input dim not named is selected)
+  std::vector<int64_t> step;  // permute: output dim d moves perm[d] by step[d] (-1: flip; k: every k-th); empty: 1
+  int64_t offset = 0;         // permute: where element 0 sits in args[0] (a slice, a select, a flip's far end)
   bool needs_buffer = false;
   int64_t numel() const;
 };

@@ -200,21 +200,34 @@ const std::vector<std::pair<std::string, std::string>> k_pattern_tasks = {
                   {"op":"aten::cumprod","args":["%xs",1],"out":["cp"]},
                   {"op":"aten::sigmoid","args":["%cs"],"out":["y"]}],
          "outputs":["y","cp"]})"},
+    // KernelBench's reverse cumsum (L1-91) is flip, cumsum, flip.
+    {"flip_slice_select",
+     R"({"inputs":[{"name":"x","dtype":"float32","shape":[4,6,10]}],
+         "nodes":[{"op":"aten::flip","args":["%x",[2]],"out":["f"]},
+                  {"op":"aten::cumsum","args":["%f",2],"out":["cs"]},
+                  {"op":"aten::flip","args":["%cs",[-1]],"out":["rev"]},
+                  {"op":"aten::flip","args":["%x",[0,1]],"out":["f01"]},
+                  {"op":"aten::slice.Tensor","args":["%f01",2,-7,null,2],"out":["s"]},
+                  {"op":"aten::select.int","args":["%s",1,-2],"out":["sel"]},
+                  {"op":"aten::tanh","args":["%sel"],"out":["y"]},
+                  {"op":"aten::slice.Tensor","args":["%x",0,1,100],"out":["tail"]},
+                  {"op":"aten::sum.dim_IntList","args":["%tail",[1]],"out":["ts"]}],
+         "outputs":["rev","y","ts"]})"},
 };
 
 TEST(KernelWriterTest, NamesEveryUncoveredNodeWithItsReason) {
   Program program = program_of(R"({"inputs":[{"name":"x","dtype":"float32","shape":[8,16]}],
       "nodes":[{"op":"aten::relu","args":["%x"],"out":["r"]},
-               {"op":"aten::flip","args":["%r",[1]],"out":["c"]},
+               {"op":"aten::roll","args":["%r",[1],[1]],"out":["c"]},
                {"op":"aten::exp","args":["%c"],"out":["e"]},
                {"op":"aten::gelu","args":["%r"],"kwargs":{"approximate":"cubic"},"out":["g"]}],
       "outputs":["e","g"]})");
   auto written = write_kernel(program, Backend::cpu, 0);
   ASSERT_FALSE(written.has_value());
-  // exp reads flip's output: only the root causes are named.
+  // exp reads roll's output: only the root causes are named.
   ASSERT_EQ(written.error().size(), 2u);
   EXPECT_EQ(written.error()[0].node, 1);
-  EXPECT_EQ(written.error()[0].op, "aten::flip");
+  EXPECT_EQ(written.error()[0].op, "aten::roll");
   EXPECT_EQ(written.error()[1].node, 3);
   EXPECT_NE(written.error()[1].reason.find("cubic"), std::string::npos);
 }

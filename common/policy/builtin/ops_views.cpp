@@ -1,5 +1,8 @@
 // Views: reshapes keep the element order (an alias read at the same linear index); transpose and permute reorder
 // (read through index math). Neither copies unless its result is an output.
+#include <algorithm>
+
+#include "policy/builtin/emit_util.h"
 #include "policy/builtin/ops_util.h"
 
 namespace ca::builtin {
@@ -63,6 +66,23 @@ Result permuted(Lowering& lowering, const Node& node, int src, const std::vector
   for (int d : perm) val.shape.push_back(lowering.val(src).shape[d]);
   lowering.bind(node.outputs[0], lowering.add(std::move(val)));
   return {};
+}
+
+// A view that reads args[0] through explicit strides: output dim d walks input dim perm[d] by step[d], from `offset`.
+Result stepped(Lowering& lowering, const Node& node, int src, Val view) {
+  view.kind = ValKind::permute;
+  view.args = {src};
+  lowering.bind(node.outputs[0], lowering.add(std::move(view)));
+  return {};
+}
+
+// The identity view of a tensor of `shape`, which flip, slice and select then change.
+Val identity_view(const std::vector<int64_t>& shape) {
+  Val view;
+  view.shape = shape;
+  for (size_t d = 0; d < shape.size(); ++d) view.perm.push_back(static_cast<int>(d));
+  view.step.assign(shape.size(), 1);
+  return view;
 }
 
 Result transposed(Lowering& lowering, const Node& node, int self, int64_t dim0, int64_t dim1) {
@@ -249,8 +269,7 @@ void register_view_ops(std::map<std::string, OpEntry>& t) {
                       auto dim = wrap_dim(args.at("dim").get<int64_t>(), shape.size());
                       if (!dim || shape.empty() || shape[*dim] % 2 != 0)
                         return std::unexpected("glu needs an even dim");
-                      std::vector<int64_t> strides(shape.size(), 1);
-                      for (size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+                      const std::vector<int64_t> strides = contiguous_strides(shape);
                       int halves[2];
                       for (int h = 0; h < 2; ++h) {
                         Val half;
@@ -267,6 +286,67 @@ void register_view_ops(std::map<std::string, OpEntry>& t) {
                       lowering.bind(node.outputs[0], *out);
                       return {};
                     }};
+  t["aten::flip"] = {"aten::flip(Tensor self, int[] dims) -> Tensor",
+                     [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                       auto self = lowering.tensor(args.at("self"));
+                       auto dims = int_list(args, "dims");
+                       if (!self) return std::unexpected(self.error());
+                       if (!dims) return std::unexpected(dims.error());
+                       const std::vector<int64_t> shape = lowering.val(*self).shape;
+                       const std::vector<int64_t> strides = contiguous_strides(shape);
+                       Val view = identity_view(shape);
+                       for (int64_t d : *dims) {
+                         auto dim = wrap_dim(d, shape.size());
+                         if (!dim) return std::unexpected(dim.error());
+                         if (view.step[*dim] < 0) return std::unexpected("flip names a dim twice");
+                         view.step[*dim] = -1;
+                         view.offset += std::max<int64_t>(shape[*dim] - 1, 0) * strides[*dim];
+                       }
+                       return stepped(lowering, node, *self, std::move(view));
+                     }};
+  // slice with Python's rules: None is the whole dim, negative bounds count from the end, bounds clamp.
+  t["aten::slice.Tensor"] = {
+      "aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)",
+      [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+        auto self = lowering.tensor(args.at("self"));
+        if (!self) return std::unexpected(self.error());
+        const std::vector<int64_t> shape = lowering.val(*self).shape;
+        auto dim = wrap_dim(args.at("dim").get<int64_t>(), shape.size());
+        if (!dim) return std::unexpected(dim.error());
+        const int64_t size = shape[*dim];
+        const int64_t step = args.at("step").get<int64_t>();
+        if (step <= 0) return std::unexpected("slice step must be positive");
+        auto bound = [&](const char* name, int64_t none) {
+          const Json& value = args.at(name);
+          int64_t at = value.is_null() ? none : value.get<int64_t>();
+          if (at < 0) at += size;
+          return std::clamp<int64_t>(at, 0, size);
+        };
+        const int64_t start = bound("start", 0);
+        const int64_t end = std::max(bound("end", size), start);
+        Val view = identity_view(shape);
+        view.shape[*dim] = (end - start + step - 1) / step;
+        view.step[*dim] = step;
+        view.offset = start * contiguous_strides(shape)[*dim];
+        return stepped(lowering, node, *self, std::move(view));
+      }};
+  t["aten::select.int"] = {"aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)",
+                           [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                             auto self = lowering.tensor(args.at("self"));
+                             if (!self) return std::unexpected(self.error());
+                             const std::vector<int64_t> shape = lowering.val(*self).shape;
+                             auto dim = wrap_dim(args.at("dim").get<int64_t>(), shape.size());
+                             if (!dim) return std::unexpected(dim.error());
+                             int64_t index = args.at("index").get<int64_t>();
+                             if (index < 0) index += shape[*dim];
+                             if (index < 0 || index >= shape[*dim]) return std::unexpected("select index out of range");
+                             Val view = identity_view(shape);
+                             view.shape.erase(view.shape.begin() + *dim);
+                             view.perm.erase(view.perm.begin() + *dim);
+                             view.step.erase(view.step.begin() + *dim);
+                             view.offset = index * contiguous_strides(shape)[*dim];
+                             return stepped(lowering, node, *self, std::move(view));
+                           }};
   t["aten::permute"] = {"aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)",
                         [](Lowering& lowering, const Json& args, const Node& node) -> Result {
                           auto self = lowering.tensor(args.at("self"));
