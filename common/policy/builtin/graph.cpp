@@ -162,7 +162,14 @@ std::expected<Plan, std::vector<Uncovered>> lower_program(const Program& program
       if (operand >= 0) plan.vals[resolve_alias(plan, operand)].needs_buffer = true;
     }
   }
-  // Steps in node order: a node's own step, then the fused chains that are stored at that node.
+  // Steps in node order: the stored chains of a node that its own step reads (einsum's permuted operands), the step,
+  // then the node's other stored chains.
+  std::set<int> operands;
+  for (const Step& step : plan.steps) {
+    for (int operand : {step.a, step.b}) {
+      if (operand >= 0) operands.insert(resolve_alias(plan, operand));
+    }
+  }
   std::vector<int> pointwise_roots;
   for (size_t v = 0; v < plan.vals.size(); ++v) {
     const Val& val = plan.vals[v];
@@ -172,18 +179,22 @@ std::expected<Plan, std::vector<Uncovered>> lower_program(const Program& program
   }
   fuse_epilogues(plan, pointwise_roots);
   std::vector<Step> ordered;
-  for (int node = -1; node <= end_node; ++node) {
-    for (const Step& step : plan.steps) {
-      if (step.node == node) ordered.push_back(step);
-    }
+  auto store_roots = [&](int node, bool read_by_a_step) {
     for (int root : pointwise_roots) {
-      if (plan.vals[root].node != node) continue;
+      if (plan.vals[root].node != node || operands.contains(root) != read_by_a_step) continue;
       Step step;
       step.kind = StepKind::pointwise;
       step.node = node;
       step.out = root;
       ordered.push_back(std::move(step));
     }
+  };
+  for (int node = -1; node <= end_node; ++node) {
+    store_roots(node, true);
+    for (const Step& step : plan.steps) {
+      if (step.node == node) ordered.push_back(step);
+    }
+    store_roots(node, false);
   }
   plan.steps = std::move(ordered);
   return plan;

@@ -213,6 +213,21 @@ const std::vector<std::pair<std::string, std::string>> k_pattern_tasks = {
                   {"op":"aten::slice.Tensor","args":["%x",0,1,100],"out":["tail"]},
                   {"op":"aten::sum.dim_IntList","args":["%tail",[1]],"out":["ts"]}],
          "outputs":["rev","y","ts"]})"},
+    // Two-operand einsums as one GEMM: KernelBench's L1-11, a batch letter, a transposed operand, attention scores,
+    // an implicit output, a permuted output.
+    {"einsum",
+     R"({"inputs":[{"name":"x","dtype":"float32","shape":[2,3,5,8]},{"name":"w","dtype":"float32","shape":[8,6]},
+                   {"name":"p","dtype":"float32","shape":[3,4,7]},{"name":"q","dtype":"float32","shape":[3,7,5]},
+                   {"name":"r","dtype":"float32","shape":[9,7]},{"name":"t","dtype":"float32","shape":[5,7]},
+                   {"name":"u","dtype":"float32","shape":[7,4]},{"name":"s","dtype":"float32","shape":[2,3,4,6]}],
+         "nodes":[{"op":"aten::einsum","args":["bijl,lk->bijk",["%x","%w"]],"out":["e1"]},
+                  {"op":"aten::einsum","args":["bij,bjk->bik",["%p","%q"]],"out":["e2"]},
+                  {"op":"aten::einsum","args":["ij,kj -> ik",["%r","%t"]],"out":["e3"]},
+                  {"op":"aten::einsum","args":["bhqd,bhkd->bhqk",["%s","%s"]],"out":["e4"]},
+                  {"op":"aten::einsum","args":["ij,jk",["%r","%u"]],"out":["e5"]},
+                  {"op":"aten::einsum","args":["bij,bjk->kbi",["%p","%q"]],"out":["e6"]},
+                  {"op":"aten::relu","args":["%e6"],"out":["y"]}],
+         "outputs":["e1","e2","e3","e4","e5","y"]})"},
 };
 
 TEST(KernelWriterTest, NamesEveryUncoveredNodeWithItsReason) {
@@ -230,6 +245,18 @@ TEST(KernelWriterTest, NamesEveryUncoveredNodeWithItsReason) {
   EXPECT_EQ(written.error()[0].op, "aten::roll");
   EXPECT_EQ(written.error()[1].node, 3);
   EXPECT_NE(written.error()[1].reason.find("cubic"), std::string::npos);
+}
+
+TEST(KernelWriterTest, EinsumOutsideOneGemmIsUncovered) {
+  for (const std::string equation : {"ii,ij->j", "ij,kl->il", "...ij,jk->...ik"}) {
+    Program program = program_of(R"({"inputs":[{"name":"a","dtype":"float32","shape":[4,4]},
+        {"name":"b","dtype":"float32","shape":[4,4]}],
+        "nodes":[{"op":"aten::einsum","args":[")" +
+                                 equation + R"(",["%a","%b"]],"out":["e"]}],"outputs":["e"]})");
+    auto written = write_kernel(program, Backend::cpu, 0);
+    ASSERT_FALSE(written.has_value()) << equation;
+    EXPECT_NE(written.error()[0].reason.find("einsum"), std::string::npos) << written.error()[0].reason;
+  }
 }
 
 TEST(KernelWriterTest, RefusesTensorsThatAreNotFloat32) {

@@ -1,5 +1,8 @@
 // Matrix products (linear, matmul, mm, bmm, addmm, baddbmm) as one batched-GEMM step; bias and addend terms become
 // pointwise values that the epilogue of the GEMM computes.
+#include <algorithm>
+#include <cctype>
+
 #include "policy/builtin/ops_util.h"
 
 namespace ca::builtin {
@@ -108,9 +111,119 @@ Result matmul(Lowering& lowering, const Json& args, const Node& node) {
   return {};
 }
 
+// `src` with its dims in `order` (a permute view; none when the order is already the identity), then seen as `shape`.
+int view_as(Lowering& lowering, int src, const std::vector<int>& order, std::vector<int64_t> shape) {
+  bool identity = true;
+  for (size_t d = 0; d < order.size(); ++d) identity = identity && order[d] == static_cast<int>(d);
+  if (!identity) {
+    Val permuted;
+    permuted.kind = ValKind::permute;
+    permuted.args = {src};
+    permuted.perm = order;
+    for (int d : order) permuted.shape.push_back(lowering.val(src).shape[d]);
+    src = lowering.add(std::move(permuted));
+  }
+  Val alias;
+  alias.kind = ValKind::alias;
+  alias.args = {src};
+  alias.shape = std::move(shape);
+  return lowering.add(std::move(alias));
+}
+
+// Two-operand einsum as one batched GEMM: each letter is a batch letter (both operands and the output), a row letter
+// (the first operand and the output), a column letter (the second and the output) or a contracted one (both
+// operands, not the output). The operands are permuted to [batch, rows, contracted] and [batch, contracted, columns],
+// the product [batch, rows, columns] is permuted to the output's order. Not covered: one or three operands, `...`, a
+// letter twice in one operand (diagonals), a letter summed within one operand, size-1 broadcasting.
+Result einsum(Lowering& lowering, const Json& args, const Node& node) {
+  std::string equation;
+  for (char c : args.at("equation").get<std::string>()) {
+    if (c != ' ') equation += c;
+  }
+  const Json& tensors = args.at("tensors");
+  if (!tensors.is_array() || tensors.size() != 2) return std::unexpected("einsum of other than two operands");
+  if (equation.find("...") != std::string::npos) return std::unexpected("einsum with '...'");
+  const size_t arrow = equation.find("->");
+  const std::string inputs = equation.substr(0, arrow);
+  const size_t comma = inputs.find(',');
+  if (comma == std::string::npos) return std::unexpected("einsum equation without two operands");
+  const std::string spec[2] = {inputs.substr(0, comma), inputs.substr(comma + 1)};
+  std::string out_spec;
+  if (arrow != std::string::npos) {
+    out_spec = equation.substr(arrow + 2);
+  } else {  // implicit output: the letters that appear once, in alphabetical order
+    for (char c = 'A'; c <= 'z'; ++c) {
+      if (std::count(inputs.begin(), inputs.end(), c) == 1) out_spec += c;
+    }
+  }
+  int ids[2];
+  std::map<char, int64_t> size;
+  for (int k = 0; k < 2; ++k) {
+    auto id = lowering.tensor(tensors[k]);
+    if (!id) return std::unexpected(id.error());
+    ids[k] = *id;
+    const std::vector<int64_t>& shape = lowering.val(*id).shape;
+    if (spec[k].size() != shape.size()) return std::unexpected("einsum operand rank differs from its letters");
+    for (size_t d = 0; d < shape.size(); ++d) {
+      const char c = spec[k][d];
+      if (!std::isalpha(static_cast<unsigned char>(c)))
+        return std::unexpected("einsum letter '" + std::string(1, c) + "'");
+      if (std::count(spec[k].begin(), spec[k].end(), c) != 1)
+        return std::unexpected("einsum diagonal (a repeated letter)");
+      if (size.contains(c) && size[c] != shape[d])
+        return std::unexpected("einsum sizes of '" + std::string(1, c) + "' differ");
+      size[c] = shape[d];
+    }
+  }
+  auto in = [&](const std::string& text, char c) { return text.find(c) != std::string::npos; };
+  std::string batch, rows, columns, contracted;
+  for (char c : out_spec) {
+    if (!size.contains(c) || std::count(out_spec.begin(), out_spec.end(), c) != 1)
+      return std::unexpected("einsum output letter '" + std::string(1, c) + "'");
+    if (in(spec[0], c) && in(spec[1], c))
+      batch += c;
+    else if (in(spec[0], c))
+      rows += c;
+    else
+      columns += c;
+  }
+  for (char c : spec[0]) {
+    if (in(out_spec, c)) continue;
+    if (!in(spec[1], c)) return std::unexpected("einsum sums a letter of one operand alone");
+    contracted += c;
+  }
+  for (char c : spec[1]) {
+    if (!in(out_spec, c) && !in(spec[0], c)) return std::unexpected("einsum sums a letter of one operand alone");
+  }
+  auto positions = [](const std::string& spec, const std::string& letters) {
+    std::vector<int> order;
+    for (char c : letters) order.push_back(static_cast<int>(spec.find(c)));
+    return order;
+  };
+  auto extent = [&](const std::string& letters) {
+    int64_t n = 1;
+    for (char c : letters) n *= size[c];
+    return n;
+  };
+  const int64_t nb = extent(batch), m = extent(rows), n = extent(columns), k = extent(contracted);
+  const int a = view_as(lowering, ids[0], positions(spec[0], batch + rows + contracted), {nb, m, k});
+  const int b = view_as(lowering, ids[1], positions(spec[1], batch + contracted + columns), {nb, k, n});
+  auto product_id = gemm(lowering, a, b, false, 1, {nb, m, k}, {nb, k, n}, {m, n});
+  if (!product_id) return std::unexpected(product_id.error());
+  const std::string product_spec = batch + rows + columns;
+  std::vector<int64_t> product_shape;
+  for (char c : product_spec) product_shape.push_back(size[c]);
+  std::vector<int64_t> out_shape;
+  for (char c : out_spec) out_shape.push_back(size[c]);
+  const int seen = view_as(lowering, *product_id, {}, product_shape);
+  lowering.bind(node.outputs[0], view_as(lowering, seen, positions(product_spec, out_spec), out_shape));
+  return {};
+}
+
 }  // namespace
 
 void register_matmul_ops(std::map<std::string, OpEntry>& t) {
+  t["aten::einsum"] = {"aten::einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor", einsum};
   t["aten::matmul"] = {"aten::matmul(Tensor self, Tensor other) -> Tensor", matmul};
   // mv, dot and 1-d inner are matmul's 2-d @ 1-d and 1-d @ 1-d cases.
   for (const auto& [name, second] : {std::pair{"mv", "vec"}, std::pair{"dot", "tensor"}, std::pair{"inner", "other"}}) {
