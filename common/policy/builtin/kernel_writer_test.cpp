@@ -259,6 +259,19 @@ TEST(KernelWriterTest, EinsumOutsideOneGemmIsUncovered) {
   }
 }
 
+// KernelBench's L1-11: the product is the output as it is, so it is written there, not copied through a kernel of
+// the writer's own (which on cuda would make cuBLAS plus a copy look like work; the own GEMM is used instead).
+TEST(KernelWriterTest, EinsumProductIsWrittenInPlace) {
+  Program program = program_of(R"({"inputs":[{"name":"x","dtype":"float32","shape":[2,3,5,8]},
+      {"name":"w","dtype":"float32","shape":[8,6]}],
+      "nodes":[{"op":"aten::einsum","args":["bijl,lk->bijk",["%x","%w"]],"out":["e"]}],"outputs":["e"]})");
+  auto written = write_kernel(program, Backend::cuda, 0);
+  ASSERT_TRUE(written.has_value()) << written.error()[0].reason;
+  const std::string& source = written->files.at("kernels/kernel.cu");
+  EXPECT_EQ(source.find("cublasSgemm"), std::string::npos);
+  EXPECT_EQ(written->patterns, (std::vector<std::string>{"matmul"}));
+}
+
 TEST(KernelWriterTest, RefusesTensorsThatAreNotFloat32) {
   Program program = program_of(R"({"inputs":[{"name":"x","dtype":"float64","shape":[8]}],
       "nodes":[{"op":"aten::relu","args":["%x"],"out":["r"]}],"outputs":["r"]})");

@@ -111,10 +111,13 @@ Result matmul(Lowering& lowering, const Json& args, const Node& node) {
   return {};
 }
 
-// `src` with its dims in `order` (a permute view; none when the order is already the identity), then seen as `shape`.
+// `src` with its dims in `order` (a permute view; none when the order is already the identity), then seen as `shape`
+// (an alias; none when the shape is already that): `src` itself where neither is needed, so a product that is the
+// output as it is gets written there, not copied.
 int view_as(Lowering& lowering, int src, const std::vector<int>& order, std::vector<int64_t> shape) {
   bool identity = true;
   for (size_t d = 0; d < order.size(); ++d) identity = identity && order[d] == static_cast<int>(d);
+  if (identity && lowering.val(src).shape == shape) return src;
   if (!identity) {
     Val permuted;
     permuted.kind = ValKind::permute;
@@ -205,17 +208,25 @@ Result einsum(Lowering& lowering, const Json& args, const Node& node) {
     for (char c : letters) n *= size[c];
     return n;
   };
+  auto sizes = [&](const std::string& letters) {
+    std::vector<int64_t> shape;
+    for (char c : letters) shape.push_back(size[c]);
+    return shape;
+  };
   const int64_t nb = extent(batch), m = extent(rows), n = extent(columns), k = extent(contracted);
-  const int a = view_as(lowering, ids[0], positions(spec[0], batch + rows + contracted), {nb, m, k});
-  const int b = view_as(lowering, ids[1], positions(spec[1], batch + contracted + columns), {nb, k, n});
-  auto product_id = gemm(lowering, a, b, false, 1, {nb, m, k}, {nb, k, n}, {m, n});
+  // Without batch letters the product is 2-d, shaped as the output's rows and columns, which is often the output.
+  std::vector<int64_t> a_shape = {m, k}, b_shape = {k, n};
+  if (!batch.empty()) {
+    a_shape.insert(a_shape.begin(), nb);
+    b_shape.insert(b_shape.begin(), nb);
+  }
+  const int a = view_as(lowering, ids[0], positions(spec[0], batch + rows + contracted), a_shape);
+  const int b = view_as(lowering, ids[1], positions(spec[1], batch + contracted + columns), b_shape);
+  auto product_id = gemm(lowering, a, b, false, 1, a_shape, b_shape, sizes(rows + columns));
   if (!product_id) return std::unexpected(product_id.error());
   const std::string product_spec = batch + rows + columns;
-  std::vector<int64_t> product_shape;
-  for (char c : product_spec) product_shape.push_back(size[c]);
-  std::vector<int64_t> out_shape;
-  for (char c : out_spec) out_shape.push_back(size[c]);
-  const int seen = view_as(lowering, *product_id, {}, product_shape);
+  const std::vector<int64_t> out_shape = sizes(out_spec);
+  const int seen = view_as(lowering, *product_id, {}, sizes(product_spec));
   lowering.bind(node.outputs[0], view_as(lowering, seen, positions(product_spec, out_spec), out_shape));
   return {};
 }
