@@ -157,17 +157,13 @@ std::expected<Plan, std::vector<Uncovered>> lower_program(const Program& program
   }
   if (!uncovered.empty()) return std::unexpected(uncovered);
 
+  std::set<int> operands;  // what the steps read, stored
   for (const Step& step : plan.steps) {
     for (int operand : {step.a, step.b}) {
-      if (operand >= 0) plan.vals[resolve_alias(plan, operand)].needs_buffer = true;
-    }
-  }
-  // Steps in node order: the stored chains of a node that its own step reads (einsum's permuted operands), the step,
-  // then the node's other stored chains.
-  std::set<int> operands;
-  for (const Step& step : plan.steps) {
-    for (int operand : {step.a, step.b}) {
-      if (operand >= 0) operands.insert(resolve_alias(plan, operand));
+      if (operand < 0) continue;
+      const int stored = resolve_alias(plan, operand);
+      operands.insert(stored);
+      plan.vals[stored].needs_buffer = true;
     }
   }
   std::vector<int> pointwise_roots;
@@ -178,6 +174,8 @@ std::expected<Plan, std::vector<Uncovered>> lower_program(const Program& program
     }
   }
   fuse_epilogues(plan, pointwise_roots);
+  // Steps in node order: the stored chains of a node that its own step reads (einsum's permuted operands), the step,
+  // then the node's other stored chains.
   std::vector<Step> ordered;
   auto store_roots = [&](int node, bool read_by_a_step) {
     for (int root : pointwise_roots) {

@@ -142,6 +142,15 @@ std::expected<std::vector<int64_t>, std::string> int_list(const Json& args, cons
   return list;
 }
 
+int permute_view(Lowering& lowering, int src, const std::vector<int>& perm) {
+  Val val;
+  val.kind = ValKind::permute;
+  val.args = {src};
+  val.perm = perm;
+  for (int d : perm) val.shape.push_back(lowering.val(src).shape[d]);
+  return lowering.add(std::move(val));
+}
+
 std::expected<int, std::string> wrap_dim(int64_t dim, size_t rank) {
   int64_t r = std::max<int64_t>(static_cast<int64_t>(rank), 1);
   if (dim < -r || dim >= r) return std::unexpected("dim " + std::to_string(dim) + " out of range");

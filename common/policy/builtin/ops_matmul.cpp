@@ -118,14 +118,7 @@ int view_as(Lowering& lowering, int src, const std::vector<int>& order, std::vec
   bool identity = true;
   for (size_t d = 0; d < order.size(); ++d) identity = identity && order[d] == static_cast<int>(d);
   if (identity && lowering.val(src).shape == shape) return src;
-  if (!identity) {
-    Val permuted;
-    permuted.kind = ValKind::permute;
-    permuted.args = {src};
-    permuted.perm = order;
-    for (int d : order) permuted.shape.push_back(lowering.val(src).shape[d]);
-    src = lowering.add(std::move(permuted));
-  }
+  if (!identity) src = permute_view(lowering, src, order);
   Val alias;
   alias.kind = ValKind::alias;
   alias.args = {src};

@@ -18,6 +18,8 @@ std::expected<std::vector<int64_t>, std::string> int_list(const Json& args, cons
 /// `dim` wrapped into [0, rank), or an error.
 std::expected<int, std::string> wrap_dim(int64_t dim, size_t rank);
 int64_t product(const std::vector<int64_t>& shape, size_t begin, size_t end);
+/// A permute view of value `src`: output dim d is its dim perm[d], read through index math.
+int permute_view(Lowering& lowering, int src, const std::vector<int>& perm);
 /// Fails unless a ScalarType? argument is null or float32 (the writer computes in float32 only).
 std::expected<void, std::string> float32_only(const Json& args, const std::string& name);
 

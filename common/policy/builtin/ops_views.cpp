@@ -59,12 +59,7 @@ Result same_shape(Lowering& lowering, const Json& args, const Node& node) {
 }
 
 Result permuted(Lowering& lowering, const Node& node, int src, const std::vector<int>& perm) {
-  Val val;
-  val.kind = ValKind::permute;
-  val.args = {src};
-  val.perm = perm;
-  for (int d : perm) val.shape.push_back(lowering.val(src).shape[d]);
-  lowering.bind(node.outputs[0], lowering.add(std::move(val)));
+  lowering.bind(node.outputs[0], permute_view(lowering, src, perm));
   return {};
 }
 
