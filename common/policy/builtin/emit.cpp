@@ -59,12 +59,16 @@ class Emitter {
     m_out << "};\n\n";
   }
 
-  // ev<v>(B, i): a fused pointwise or permuted value at linear index i.
+  // ev<v>(B, i): a fused pointwise, permuted or concatenated value at linear index i.
   void value_function(int v) {
     const Val& val = m_plan.vals[v];
-    if (val.kind != ValKind::pointwise && val.kind != ValKind::permute) return;
+    if (val.kind == ValKind::buffer || val.kind == ValKind::alias) return;
     m_out << "CA_FN float ev" << v << "(const Bufs& B, int64_t i) {\n";
     m_out << coordinates(val.shape, "i", "c");
+    if (val.kind == ValKind::concat) {
+      concat_body(val);
+      return;
+    }
     if (val.kind == ValKind::permute) {
       const std::vector<int64_t>& in_shape = m_plan.vals[val.args[0]].shape;
       std::vector<int64_t> strides = contiguous_strides(in_shape);
@@ -85,6 +89,27 @@ class Emitter {
     for (size_t a = val.args.size(); a-- > 0;)
       expr = replace_all(expr, "$" + std::to_string(a), "a" + std::to_string(a));
     m_out << "  return " << expr << ";\n}\n\n";
+  }
+
+  // The part that holds coordinate c<cat_dim>, read at that coordinate less the sizes of the parts before it.
+  void concat_body(const Val& val) {
+    const std::string at = "c" + std::to_string(val.cat_dim);
+    int64_t begin = 0;
+    for (size_t a = 0; a < val.args.size(); ++a) {
+      const std::vector<int64_t>& part = m_plan.vals[val.args[a]].shape;
+      std::vector<int64_t> strides = contiguous_strides(part);
+      std::string index = "0LL";
+      for (size_t d = 0; d < part.size(); ++d) {
+        std::string c = "c" + std::to_string(d);
+        if (static_cast<int>(d) == val.cat_dim) c = "(" + c + " - " + std::to_string(begin) + "LL)";
+        index += " + " + c + " * " + std::to_string(strides[d]) + "LL";
+      }
+      begin += part[val.cat_dim];
+      if (a + 1 < val.args.size()) m_out << "  if (" << at << " < " << begin << "LL) ";
+      else m_out << "  ";
+      m_out << "return " << load(val.args[a], index) << ";\n";
+    }
+    m_out << "}\n\n";
   }
 
   // Writes out[index] = value, then the epilogue's chains at the same index.

@@ -59,15 +59,15 @@ void place_output(Plan& plan, int id, int position, int end_node) {
   plan.outputs.push_back(static_cast<int>(plan.vals.size()) - 1);
 }
 
-// The stored values `root` reads through its fused chain; `reorders` is set when the path to one goes through a
-// permute.
+// The stored values `root` reads through its fused chain; a leaf's flag is set when the path to it goes through a
+// permute or a concat (it is read at other indices than root's).
 void chain_leaves(const Plan& plan, int v, bool through_permute, std::map<int, bool>& leaves, bool root) {
   const Val& val = plan.vals[v];
   if (!root && is_stored(val)) {
     leaves[v] = leaves[v] || through_permute;
     return;
   }
-  bool permute = through_permute || val.kind == ValKind::permute;
+  bool permute = through_permute || val.kind == ValKind::permute || val.kind == ValKind::concat;
   for (int arg : val.args) chain_leaves(plan, arg, permute, leaves, false);
 }
 
@@ -169,7 +169,7 @@ std::expected<Plan, std::vector<Uncovered>> lower_program(const Program& program
   std::vector<int> pointwise_roots;
   for (size_t v = 0; v < plan.vals.size(); ++v) {
     const Val& val = plan.vals[v];
-    if (val.needs_buffer && (val.kind == ValKind::pointwise || val.kind == ValKind::permute)) {
+    if (val.needs_buffer && val.kind != ValKind::buffer && val.kind != ValKind::alias) {
       pointwise_roots.push_back(static_cast<int>(v));
     }
   }

@@ -20,6 +20,7 @@ enum class ValKind {
   permute,    // args[0] with its dims permuted (transpose, permute), sliced (glu, slice, select) or reversed (flip),
               // read through index math
   alias,      // args[0] under another shape, same elements in the same order (view, reshape, flatten, ...)
+  concat,     // args joined along dim cat_dim (cat, stack), each read through index math where its part is read
 };
 
 struct Val {
@@ -37,6 +38,7 @@ struct Val {
   std::vector<int> perm;      // permute: output dim d is input dim perm[d] (an input dim not named is selected)
   std::vector<int64_t> step;  // permute: output dim d moves perm[d] by step[d] (-1: flip; k: every k-th); empty: 1
   int64_t offset = 0;         // permute: where element 0 sits in args[0] (a slice, a select, a flip's far end)
+  int cat_dim = 0;            // concat: the dim along which the args follow one another
   bool needs_buffer = false;
   int64_t numel() const;
 };

@@ -213,6 +213,28 @@ const std::vector<std::pair<std::string, std::string>> k_pattern_tasks = {
                   {"op":"aten::slice.Tensor","args":["%x",0,1,100],"out":["tail"]},
                   {"op":"aten::sum.dim_IntList","args":["%tail",[1]],"out":["ts"]}],
          "outputs":["rev","y","ts"]})"},
+    // KernelBench's exclusive cumsum (L1-92) is cat(zeros_like(select ... unsqueeze), x), sliced, then cumsum.
+    {"cat_stack_fill",
+     R"({"inputs":[{"name":"x","dtype":"float32","shape":[4,6,10]},{"name":"h","dtype":"float32","shape":[4,3,10]},
+                   {"name":"m","dtype":"float32","shape":[3,5]},{"name":"n","dtype":"float32","shape":[4,5]}],
+         "params":[{"name":"w","dtype":"float32","shape":[5,2]}],
+         "nodes":[{"op":"aten::select.int","args":["%x",1,0],"out":["first"]},
+                  {"op":"aten::unsqueeze","args":["%first",1],"out":["u"]},
+                  {"op":"aten::zeros_like","args":["%u"],"out":["z"]},
+                  {"op":"aten::cat","args":[["%z","%x"],1],"out":["c"]},
+                  {"op":"aten::slice.Tensor","args":["%c",0,null,-1],"out":["head"]},
+                  {"op":"aten::cumsum","args":["%head",1],"out":["ex"]},
+                  {"op":"aten::tanh","args":["%h"],"out":["th"]},
+                  {"op":"aten::cat","args":[["%x","%th","%x"],-2],"out":["c3"]},
+                  {"op":"aten::mul.Scalar","args":["%x",2.0],"out":["x2"]},
+                  {"op":"aten::ones_like","args":["%x"],"out":["one"]},
+                  {"op":"aten::stack","args":[["%x","%x2","%one"],-1],"out":["st"]},
+                  {"op":"aten::full_like","args":["%h",0.5],"out":["half"]},
+                  {"op":"aten::stack","args":[["%h","%half"]],"out":["st0"]},
+                  {"op":"aten::concat","args":[["%m","%n"]],"out":["mn"]},
+                  {"op":"aten::mm","args":["%mn","%w"],"out":["p"]},
+                  {"op":"aten::relu","args":["%p"],"out":["y"]}],
+         "outputs":["ex","c3","st","st0","y"]})"},
     // Two-operand einsums as one GEMM: KernelBench's L1-11, a batch letter, a transposed operand, attention scores,
     // an implicit output, a permuted output.
     {"einsum",
@@ -261,6 +283,18 @@ TEST(KernelWriterTest, EinsumOutsideOneGemmIsUncovered) {
 
 // KernelBench's L1-11: the product is the output as it is, so it is written there, not copied through a kernel of
 // the writer's own (which on cuda would make cuBLAS plus a copy look like work; the own GEMM is used instead).
+TEST(KernelWriterTest, CatAndStackOfMismatchedPartsAreUncovered) {
+  Program program = program_of(R"({"inputs":[{"name":"a","dtype":"float32","shape":[2,3]},
+                                             {"name":"b","dtype":"float32","shape":[3,3]}],
+      "nodes":[{"op":"aten::cat","args":[["%a","%b"],1],"out":["c"]},
+               {"op":"aten::stack","args":[["%a","%b"]],"out":["s"]}],"outputs":["c","s"]})");
+  auto written = write_kernel(program, Backend::cpu, 0);
+  ASSERT_FALSE(written.has_value());
+  ASSERT_EQ(written.error().size(), 2u);
+  EXPECT_EQ(written.error()[0].reason, "cat of tensors whose sizes differ off the joined dim");
+  EXPECT_EQ(written.error()[1].reason, "stack of tensors of different shapes");
+}
+
 TEST(KernelWriterTest, EinsumProductIsWrittenInPlace) {
   Program program = program_of(R"({"inputs":[{"name":"x","dtype":"float32","shape":[2,3,5,8]},
       {"name":"w","dtype":"float32","shape":[8,6]}],

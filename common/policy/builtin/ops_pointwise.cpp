@@ -87,6 +87,19 @@ OpHandler clamp_handler(bool tensor_bounds, const std::string& min_name, const s
   };
 }
 
+// A constant of self's shape; self is not read (zeros_like, ones_like, full_like).
+Result filled(Lowering& lowering, const Json& args, const Node& node, double fill) {
+  auto self = lowering.tensor(args.at("self"));
+  if (!self) return std::unexpected(self.error());
+  if (auto dtype = float32_only(args, "dtype"); !dtype) return std::unexpected(dtype.error());
+  Val val;
+  val.kind = ValKind::pointwise;
+  val.shape = lowering.val(*self).shape;
+  val.expr = float_literal(fill);
+  lowering.bind(node.outputs[0], lowering.add(std::move(val)));
+  return {};
+}
+
 }  // namespace
 
 void register_pointwise_ops(std::map<std::string, OpEntry>& t) {
@@ -288,6 +301,22 @@ void register_pointwise_ops(std::map<std::string, OpEntry>& t) {
                                       "(fmaxf($0, $1) + log1pf(expf(-fabsf($0 - $1))))");
   t["aten::heaviside"] = pointwise_op("aten::heaviside(Tensor self, Tensor values) -> Tensor", {"self", "values"},
                                       "($0 == 0.f ? $1 : (float)($0 > 0.f))");
+  // zeros_like, ones_like, full_like: a constant of self's shape (self is not read).
+  const std::string like_options =
+      "*, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, "
+      "MemoryFormat? memory_format=None) -> Tensor";
+  for (const auto& [name, fill] : {std::pair{"zeros_like", 0.0}, std::pair{"ones_like", 1.0}}) {
+    t[std::string("aten::") + name] = {std::string("aten::") + name + "(Tensor self, " + like_options,
+                                       [fill](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                                         return filled(lowering, args, node, fill);
+                                       }};
+  }
+  t["aten::full_like"] = {"aten::full_like(Tensor self, Scalar fill_value, " + like_options,
+                          [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                            auto fill = number(args, "fill_value");
+                            if (!fill) return std::unexpected(fill.error());
+                            return filled(lowering, args, node, *fill);
+                          }};
   t["aten::nan_to_num"] = {
       "aten::nan_to_num(Tensor self, float? nan=None, float? posinf=None, float? neginf=None) -> Tensor",
       [](Lowering& lowering, const Json& args, const Node& node) -> Result {

@@ -125,6 +125,47 @@ Result expanded(Lowering& lowering, const Node& node, int self, const std::vecto
   return {};
 }
 
+// The values of a Tensor[] argument.
+std::expected<std::vector<int>, std::string> tensor_list(Lowering& lowering, const Json& list) {
+  if (!list.is_array()) return std::unexpected("expected a list of tensors, got " + list.dump());
+  std::vector<int> values;
+  for (const Json& item : list) {
+    auto value = lowering.tensor(item);
+    if (!value) return std::unexpected(value.error());
+    values.push_back(*value);
+  }
+  return values;
+}
+
+// cat: the parts one after another along `dim`, each read where its coordinates fall. Parts of size 0 along it add
+// nothing, and a 1-d empty tensor is skipped whatever its rank (as torch.cat does).
+Result concatenated(Lowering& lowering, const Node& node, const std::vector<int>& parts, int64_t dim) {
+  std::vector<int> kept;
+  for (int part : parts) {
+    if (lowering.val(part).numel() > 0) kept.push_back(part);
+  }
+  if (kept.empty()) return std::unexpected("cat of empty tensors only");
+  const std::vector<int64_t> first = lowering.val(kept[0]).shape;
+  auto axis = wrap_dim(dim, first.size());
+  if (!axis) return std::unexpected(axis.error());
+  Val val;
+  val.kind = ValKind::concat;
+  val.shape = first;
+  val.shape[*axis] = 0;
+  val.cat_dim = *axis;
+  for (int part : kept) {
+    std::vector<int64_t> shape = lowering.val(part).shape;
+    if (shape.size() != first.size()) return std::unexpected("cat of tensors of different ranks");
+    val.shape[*axis] += shape[*axis];
+    shape[*axis] = first[*axis];
+    if (shape != first) return std::unexpected("cat of tensors whose sizes differ off the joined dim");
+  }
+  if (kept.size() == 1) return bind_alias(lowering, node, kept[0], first);
+  val.args = std::move(kept);
+  lowering.bind(node.outputs[0], lowering.add(std::move(val)));
+  return {};
+}
+
 }  // namespace
 
 void register_view_ops(std::map<std::string, OpEntry>& t) {
@@ -342,6 +383,37 @@ void register_view_ops(std::map<std::string, OpEntry>& t) {
                              view.offset = index * contiguous_strides(shape)[*dim];
                              return stepped(lowering, node, *self, std::move(view));
                            }};
+  for (const std::string name : {"cat", "concat", "concatenate"}) {
+    t["aten::" + name] = {"aten::" + name + "(Tensor[] tensors, int dim=0) -> Tensor",
+                          [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                            auto parts = tensor_list(lowering, args.at("tensors"));
+                            if (!parts) return std::unexpected(parts.error());
+                            return concatenated(lowering, node, *parts, args.at("dim").get<int64_t>());
+                          }};
+  }
+  // stack: each part given a size-1 dim at `dim` (an alias), then joined along it.
+  t["aten::stack"] = {"aten::stack(Tensor[] tensors, int dim=0) -> Tensor",
+                      [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                        auto parts = tensor_list(lowering, args.at("tensors"));
+                        if (!parts) return std::unexpected(parts.error());
+                        if (parts->empty()) return std::unexpected("stack of no tensors");
+                        const std::vector<int64_t> shape = lowering.val(parts->front()).shape;
+                        auto dim = wrap_dim(args.at("dim").get<int64_t>(), shape.size() + 1);
+                        if (!dim) return std::unexpected(dim.error());
+                        std::vector<int64_t> unsqueezed = shape;
+                        unsqueezed.insert(unsqueezed.begin() + *dim, 1);
+                        std::vector<int> views;
+                        for (int part : *parts) {
+                          if (lowering.val(part).shape != shape)
+                            return std::unexpected("stack of tensors of different shapes");
+                          Val view;
+                          view.kind = ValKind::alias;
+                          view.shape = unsqueezed;
+                          view.args = {part};
+                          views.push_back(lowering.add(std::move(view)));
+                        }
+                        return concatenated(lowering, node, views, *dim);
+                      }};
   t["aten::permute"] = {"aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)",
                         [](Lowering& lowering, const Json& args, const Node& node) -> Result {
                           auto self = lowering.tensor(args.at("self"));
