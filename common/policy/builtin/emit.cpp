@@ -105,9 +105,9 @@ class Emitter {
         index += " + " + c + " * " + std::to_string(strides[d]) + "LL";
       }
       begin += part[val.cat_dim];
-      if (a + 1 < val.args.size()) m_out << "  if (" << at << " < " << begin << "LL) ";
-      else m_out << "  ";
-      m_out << "return " << load(val.args[a], index) << ";\n";
+      const bool last = a + 1 == val.args.size();
+      m_out << (last ? "  " : "  if (" + at + " < " + std::to_string(begin) + "LL) ") << "return "
+            << load(val.args[a], index) << ";\n";
     }
     m_out << "}\n\n";
   }
