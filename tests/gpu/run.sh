@@ -110,6 +110,13 @@ step pipeline timeout "${PIPE_TIMEOUT:-240}" env CA_BIN=build-gpu/bin KB_BENCHMA
 step agent_builtin timeout "${AGENT_TIMEOUT:-420}" env CA_BIN="$PWD/build-gpu/bin" KB_BENCHMARKS="${KB_BENCHMARKS:-$PWD/.kb}" \
   bash tests/gpu/agent_builtin.sh "$OUT/agent"
 # ca-train ppo's step against the same step in PyTorch (bench/ppo_step.sh), SmolLM2-135M at SMOLLM2, fp32 and bf16.
+# Without SMOLLM2, SMOLLM2_CONFIG (default .smol/SmolLM2-135M-Instruct: its config and tokenizer, carried, no weights)
+# gives random weights of the same architecture (bench/random_checkpoint.py); tokens/s does not depend on their values.
+if [ -z "${SMOLLM2:-}" ] && [ -f "${SMOLLM2_CONFIG:-.smol/SmolLM2-135M-Instruct}/config.json" ] &&
+  [[ " ${STEPS:-ppo_bench} " == *" ppo_bench "* ]]; then
+  python3 bench/random_checkpoint.py "${SMOLLM2_CONFIG:-.smol/SmolLM2-135M-Instruct}" /tmp/ca-smollm2-random \
+    >>"$OUT/summary.txt" 2>&1 && export SMOLLM2=/tmp/ca-smollm2-random
+fi
 step ppo_bench timeout "${PPO_BENCH_TIMEOUT:-300}" env CA_BIN="$PWD/build-gpu/bin" CA_PYTHON="${CA_PYTHON:-python3}" \
   bash bench/ppo_step.sh cuda
 # The training recipe (tests/gpu/train_recipe.sh; not yet run end to end): built-in -> rft -> value -> PPO, and PPO alone.
