@@ -46,7 +46,9 @@ def main():
                 "value_loss", "tokens_per_s"]
         print(f"{'iter':>4} " + " ".join(f"{c[:12]:>12}" for c in cols))
         for r in arms[arm]:
-            print(f"{r['iter']:>4} " + " ".join(f"{r.get(c, float('nan')):>12.4g}" for c in cols))
+            # A statistic of no variance (explained variance over equal returns) is logged as null.
+            print(f"{r['iter']:>4} " + " ".join(f"{r[c] if r.get(c) is not None else float('nan'):>12.4g}"
+                                                for c in cols))
     try:
         import matplotlib
         matplotlib.use("Agg")
