@@ -110,6 +110,24 @@ const std::map<std::string, OpEntry>& op_table() {
         {"aten::divide.Tensor_mode", "aten::div.Tensor_mode"},
         {"aten::divide.Scalar_mode", "aten::div.Scalar_mode"},
         {"aten::negative", "aten::neg"},
+        {"aten::absolute", "aten::abs"},
+        {"aten::fix", "aten::trunc"},
+        {"aten::clip", "aten::clamp"},
+        {"aten::clip.Tensor", "aten::clamp.Tensor"},
+        {"aten::special_log_softmax", "aten::log_softmax.int"},
+        {"aten::slice_copy.Tensor", "aten::slice.Tensor"},
+        {"aten::select_copy.int", "aten::select.int"},
+        {"aten::narrow_copy", "aten::narrow"},
+        {"aten::broadcast_to", "aten::expand"},
+        // The identity on a real float32 tensor (the writer refuses other dtypes where they are read).
+        {"aten::positive", "aten::contiguous"},
+        {"aten::conj_physical", "aten::contiguous"},
+        {"aten::resolve_conj", "aten::contiguous"},
+        {"aten::real", "aten::contiguous"},
+        {"aten::detach_copy", "aten::contiguous"},
+        {"aten::lift", "aten::contiguous"},
+        {"aten::lift_fresh", "aten::contiguous"},
+        {"aten::lift_fresh_copy", "aten::contiguous"},
     };
     for (const auto& [alias, name] : aliases) {
       OpEntry entry = entries.at(name);

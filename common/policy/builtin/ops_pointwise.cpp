@@ -299,6 +299,8 @@ void register_pointwise_ops(std::map<std::string, OpEntry>& t) {
                    replace_all(replace_all(remainder, "$0", "{self}"), "$1", "$0"), {"self"});
   t["aten::logaddexp"] = pointwise_op("aten::logaddexp(Tensor self, Tensor other) -> Tensor", {"self", "other"},
                                       "(fmaxf($0, $1) + log1pf(expf(-fabsf($0 - $1))))");
+  t["aten::logaddexp2"] = pointwise_op("aten::logaddexp2(Tensor self, Tensor other) -> Tensor", {"self", "other"},
+                                       "(fmaxf($0, $1) + log1pf(exp2f(-fabsf($0 - $1))) * 1.44269504f)");
   t["aten::heaviside"] = pointwise_op("aten::heaviside(Tensor self, Tensor values) -> Tensor", {"self", "values"},
                                       "($0 == 0.f ? $1 : (float)($0 > 0.f))");
   // zeros_like, ones_like, full_like: a constant of self's shape (self is not read).
@@ -408,6 +410,9 @@ void register_pointwise_ops(std::map<std::string, OpEntry>& t) {
                    {"self", "tensor1", "tensor2"}, "($0 + {value} * $1 / $2)", {"value"});
   t["aten::xlogy.Tensor"] = pointwise_op("aten::xlogy.Tensor(Tensor self, Tensor other) -> Tensor", {"self", "other"},
                                          "($1 != $1 ? $1 : ($0 == 0.f ? 0.f : $0 * logf($1)))");
+  t["aten::xlogy.Scalar_Other"] =
+      pointwise_op("aten::xlogy.Scalar_Other(Tensor self, Scalar other) -> Tensor", {"self"},
+                   "({other} != {other} ? {other} : ($0 == 0.f ? 0.f : $0 * logf({other})))", {"other"});
 }
 
 }  // namespace ca::builtin

@@ -166,6 +166,91 @@ Result concatenated(Lowering& lowering, const Node& node, const std::vector<int>
   return {};
 }
 
+// flip: per flipped dim a step of -1 from its far end.
+Result flipped(Lowering& lowering, const Json& args, const Node& node, const std::vector<int64_t>& dims) {
+  auto self = lowering.tensor(args.at("self"));
+  if (!self) return std::unexpected(self.error());
+  const std::vector<int64_t> shape = lowering.val(*self).shape;
+  const std::vector<int64_t> strides = contiguous_strides(shape);
+  Val view = identity_view(shape);
+  for (int64_t d : dims) {
+    auto dim = wrap_dim(d, shape.size());
+    if (!dim) return std::unexpected(dim.error());
+    if (view.step[*dim] < 0) return std::unexpected("flip names a dim twice");
+    view.step[*dim] = -1;
+    view.offset += std::max<int64_t>(shape[*dim] - 1, 0) * strides[*dim];
+  }
+  return stepped(lowering, node, *self, std::move(view));
+}
+
+// slice with Python's rules: None is the whole dim, negative bounds count from the end, bounds clamp.
+Result sliced(Lowering& lowering, const Json& args, const Node& node, const Json& start_arg, const Json& end_arg,
+              int64_t step) {
+  auto self = lowering.tensor(args.at("self"));
+  if (!self) return std::unexpected(self.error());
+  const std::vector<int64_t> shape = lowering.val(*self).shape;
+  auto dim = wrap_dim(args.at("dim").get<int64_t>(), shape.size());
+  if (!dim) return std::unexpected(dim.error());
+  const int64_t size = shape[*dim];
+  if (step <= 0) return std::unexpected("slice step must be positive");
+  auto bound = [&](const Json& value, int64_t none) {
+    int64_t at = value.is_null() ? none : value.get<int64_t>();
+    if (at < 0) at += size;
+    return std::clamp<int64_t>(at, 0, size);
+  };
+  const int64_t start = bound(start_arg, 0);
+  const int64_t end = std::max(bound(end_arg, size), start);
+  Val view = identity_view(shape);
+  view.shape[*dim] = (end - start + step - 1) / step;
+  view.step[*dim] = step;
+  view.offset = start * contiguous_strides(shape)[*dim];
+  return stepped(lowering, node, *self, std::move(view));
+}
+
+// atleast_1d/2d/3d's shape: a 0-d tensor becomes [1], [1, 1] or [1, 1, 1]; a 1-d [n] becomes [1, n] or [1, n, 1]; a
+// 2-d [m, n] becomes [m, n, 1].
+std::vector<int64_t> at_least(std::vector<int64_t> shape, size_t rank) {
+  if (shape.size() >= rank) return shape;
+  if (shape.empty()) return std::vector<int64_t>(rank, 1);
+  if (shape.size() == 1) shape.insert(shape.begin(), 1);
+  while (shape.size() < rank) shape.push_back(1);
+  return shape;
+}
+
+// The parts of a Tensor[] argument reshaped by `shape_of` (an alias each where the shape changes).
+std::expected<std::vector<int>, std::string> reshaped_parts(
+    Lowering& lowering, const Json& list, const std::function<std::vector<int64_t>(std::vector<int64_t>)>& shape_of) {
+  auto parts = tensor_list(lowering, list);
+  if (!parts) return parts;
+  for (int& part : *parts) {
+    std::vector<int64_t> shape = shape_of(lowering.val(part).shape);
+    if (shape == lowering.val(part).shape) continue;
+    Val view;
+    view.kind = ValKind::alias;
+    view.shape = std::move(shape);
+    view.args = {part};
+    part = lowering.add(std::move(view));
+  }
+  return parts;
+}
+
+// hstack, vstack/row_stack, dstack and column_stack: each part brought to a rank, then joined along a dim.
+OpEntry stack_like(const std::string& name, size_t rank, int64_t dim) {
+  return {"aten::" + name + "(Tensor[] tensors) -> Tensor",
+          [name, rank, dim](Lowering& lowering, const Json& args, const Node& node) -> Result {
+            auto shape_of = [&](std::vector<int64_t> shape) {
+              if (name == "column_stack" && shape.size() <= 1) return std::vector<int64_t>{product(shape, 0, 1), 1};
+              return at_least(std::move(shape), rank);
+            };
+            auto parts = reshaped_parts(lowering, args.at("tensors"), shape_of);
+            if (!parts) return std::unexpected(parts.error());
+            if (parts->empty()) return std::unexpected(name + " of no tensors");
+            // hstack joins 1-d parts along dim 0 and all others along dim 1.
+            const bool one_d = name == "hstack" && lowering.val(parts->front()).shape.size() == 1;
+            return concatenated(lowering, node, *parts, one_d ? 0 : dim);
+          }};
+}
+
 }  // namespace
 
 void register_view_ops(std::map<std::string, OpEntry>& t) {
@@ -324,48 +409,38 @@ void register_view_ops(std::map<std::string, OpEntry>& t) {
                     }};
   t["aten::flip"] = {"aten::flip(Tensor self, int[] dims) -> Tensor",
                      [](Lowering& lowering, const Json& args, const Node& node) -> Result {
-                       auto self = lowering.tensor(args.at("self"));
                        auto dims = int_list(args, "dims");
-                       if (!self) return std::unexpected(self.error());
                        if (!dims) return std::unexpected(dims.error());
-                       const std::vector<int64_t> shape = lowering.val(*self).shape;
-                       const std::vector<int64_t> strides = contiguous_strides(shape);
-                       Val view = identity_view(shape);
-                       for (int64_t d : *dims) {
-                         auto dim = wrap_dim(d, shape.size());
-                         if (!dim) return std::unexpected(dim.error());
-                         if (view.step[*dim] < 0) return std::unexpected("flip names a dim twice");
-                         view.step[*dim] = -1;
-                         view.offset += std::max<int64_t>(shape[*dim] - 1, 0) * strides[*dim];
-                       }
-                       return stepped(lowering, node, *self, std::move(view));
+                       return flipped(lowering, args, node, *dims);
                      }};
-  // slice with Python's rules: None is the whole dim, negative bounds count from the end, bounds clamp.
+  t["aten::flipud"] = {"aten::flipud(Tensor self) -> Tensor",
+                       [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                         return flipped(lowering, args, node, {0});
+                       }};
+  t["aten::fliplr"] = {"aten::fliplr(Tensor self) -> Tensor",
+                       [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                         return flipped(lowering, args, node, {1});
+                       }};
   t["aten::slice.Tensor"] = {
       "aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)",
       [](Lowering& lowering, const Json& args, const Node& node) -> Result {
-        auto self = lowering.tensor(args.at("self"));
-        if (!self) return std::unexpected(self.error());
-        const std::vector<int64_t> shape = lowering.val(*self).shape;
-        auto dim = wrap_dim(args.at("dim").get<int64_t>(), shape.size());
-        if (!dim) return std::unexpected(dim.error());
-        const int64_t size = shape[*dim];
-        const int64_t step = args.at("step").get<int64_t>();
-        if (step <= 0) return std::unexpected("slice step must be positive");
-        auto bound = [&](const char* name, int64_t none) {
-          const Json& value = args.at(name);
-          int64_t at = value.is_null() ? none : value.get<int64_t>();
-          if (at < 0) at += size;
-          return std::clamp<int64_t>(at, 0, size);
-        };
-        const int64_t start = bound("start", 0);
-        const int64_t end = std::max(bound("end", size), start);
-        Val view = identity_view(shape);
-        view.shape[*dim] = (end - start + step - 1) / step;
-        view.step[*dim] = step;
-        view.offset = start * contiguous_strides(shape)[*dim];
-        return stepped(lowering, node, *self, std::move(view));
+        return sliced(lowering, args, node, args.at("start"), args.at("end"), args.at("step").get<int64_t>());
       }};
+  // narrow(dim, start, length) is slice(dim, start, start + length) where start is wrapped first.
+  t["aten::narrow"] = {"aten::narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)",
+                       [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                         int64_t start = args.at("start").get<int64_t>();
+                         const int64_t length = args.at("length").get<int64_t>();
+                         if (start < 0) {
+                           auto self = lowering.tensor(args.at("self"));
+                           if (!self) return std::unexpected(self.error());
+                           auto dim = wrap_dim(args.at("dim").get<int64_t>(), lowering.val(*self).shape.size());
+                           if (!dim) return std::unexpected(dim.error());
+                           start += lowering.val(*self).shape[*dim];
+                         }
+                         if (start < 0 || length < 0) return std::unexpected("narrow out of range");
+                         return sliced(lowering, args, node, Json(start), Json(start + length), 1);
+                       }};
   t["aten::select.int"] = {"aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)",
                            [](Lowering& lowering, const Json& args, const Node& node) -> Result {
                              auto self = lowering.tensor(args.at("self"));
@@ -414,6 +489,20 @@ void register_view_ops(std::map<std::string, OpEntry>& t) {
                         }
                         return concatenated(lowering, node, views, *dim);
                       }};
+  t["aten::hstack"] = stack_like("hstack", 1, 1);
+  t["aten::vstack"] = stack_like("vstack", 2, 0);
+  t["aten::row_stack"] = stack_like("row_stack", 2, 0);
+  t["aten::dstack"] = stack_like("dstack", 3, 2);
+  t["aten::column_stack"] = stack_like("column_stack", 2, 1);
+  for (size_t rank : {1, 2, 3}) {
+    const std::string name = "atleast_" + std::to_string(rank) + "d";
+    t["aten::" + name] = {"aten::" + name + "(Tensor self) -> Tensor",
+                          [rank](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                            auto self = lowering.tensor(args.at("self"));
+                            if (!self) return std::unexpected(self.error());
+                            return bind_alias(lowering, node, *self, at_least(lowering.val(*self).shape, rank));
+                          }};
+  }
   t["aten::permute"] = {"aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)",
                         [](Lowering& lowering, const Json& args, const Node& node) -> Result {
                           auto self = lowering.tensor(args.at("self"));
