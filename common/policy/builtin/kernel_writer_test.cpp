@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 #include "util/subprocess.h"
 
@@ -18,7 +19,7 @@ namespace fs = std::filesystem;
 
 Program program_of(const std::string& text) {
   auto program = parse_program(Json::parse(text));
-  EXPECT_TRUE(program.has_value()) << program.error();
+  if (!program) throw std::runtime_error(program.error());
   return *program;
 }
 
@@ -260,6 +261,20 @@ const std::vector<std::pair<std::string, std::string>> k_pattern_tasks = {
                   {"op":"aten::special_log_softmax","args":["%la",1],"out":["ls"]},
                   {"op":"aten::add.Tensor","args":["%ls","%po"],"out":["out"]}],
          "outputs":["out","fx","hv","vs","rs","ds","cs","bt"]})"},
+    // Windows over an input without a batch dim (PyTorch's unbatched [C, *spatial]), and linear with a 1-d weight.
+    {"unbatched_windows_and_vector_linear",
+     R"({"inputs":[{"name":"s","dtype":"float32","shape":[3,17]},{"name":"x","dtype":"float32","shape":[3,10,9]},
+                   {"name":"v","dtype":"float32","shape":[2,7,6,9]},{"name":"z","dtype":"float32","shape":[2,5,8]}],
+         "params":[{"name":"w1","dtype":"float32","shape":[4,3,3]},{"name":"w","dtype":"float32","shape":[8]},
+                   {"name":"b","dtype":"float32","shape":[],"init":{"uniform":[-0.5,0.5]}}],
+         "nodes":[{"op":"aten::avg_pool1d","args":["%s",[5],[2],[2]],"out":["a1"]},
+                  {"op":"aten::adaptive_avg_pool1d","args":["%s",[4]],"out":["g1"]},
+                  {"op":"aten::conv1d","args":["%s","%w1",null,[2],[1]],"out":["c1"]},
+                  {"op":"aten::max_pool2d","args":["%x",[3,2],[2,2],[1,1],[1,1],false],"out":["m2"]},
+                  {"op":"aten::avg_pool3d","args":["%v",[2,2,2]],"out":["a3"]},
+                  {"op":"aten::linear","args":["%z","%w","%b"],"out":["l"]},
+                  {"op":"aten::relu","args":["%l"],"out":["y"]}],
+         "outputs":["a1","g1","c1","m2","a3","y"]})"},
     // Two-operand einsums as one GEMM: KernelBench's L1-11, a batch letter, a transposed operand, attention scores,
     // an implicit output, a permuted output.
     {"einsum",

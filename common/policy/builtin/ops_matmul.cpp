@@ -266,21 +266,27 @@ void register_matmul_ops(std::map<std::string, OpEntry>& t) {
                             return {};
                           }};
   }
-  t["aten::linear"] = {
-      "aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
-      [](Lowering& lowering, const Json& args, const Node& node) -> Result {
-        auto x = lowering.tensor(args.at("input"));
-        auto w = lowering.tensor(args.at("weight"));
-        auto bias = lowering.optional_tensor(args.at("bias"));
-        if (!x || !w || !bias) return std::unexpected(!x ? x.error() : !w ? w.error() : bias.error());
-        std::vector<int64_t> sx = lowering.val(*x).shape, sw = lowering.val(*w).shape;
-        if (sw.size() != 2 || sx.empty()) return std::unexpected("linear with a weight that is not 2-d");
-        std::vector<int64_t> tail(sx.begin(), sx.end() - 1);
-        tail.push_back(sw[0]);
-        auto out = gemm(lowering, *x, *w, true, 1, {product(sx, 0, sx.size() - 1), sx.back()}, sw, tail);
-        if (!out) return std::unexpected(out.error());
-        return bind_plus(lowering, node, *out, *bias, 1);
-      }};
+  t["aten::linear"] = {"aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor",
+                       [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                         auto x = lowering.tensor(args.at("input"));
+                         auto w = lowering.tensor(args.at("weight"));
+                         auto bias = lowering.optional_tensor(args.at("bias"));
+                         if (!x || !w || !bias) return std::unexpected(!x ? x.error() : !w ? w.error() : bias.error());
+                         std::vector<int64_t> sx = lowering.val(*x).shape, sw = lowering.val(*w).shape;
+                         if (sx.empty() || sw.empty() || sw.size() > 2)
+                           return std::unexpected("linear with a weight that is not 1-d or 2-d");
+                         std::vector<int64_t> tail(sx.begin(), sx.end() - 1);
+                         const std::vector<int64_t> rows = {product(sx, 0, sx.size() - 1), sx.back()};
+                         // A 1-d weight [K] is one output feature whose dim is dropped: x @ w, as matmul takes a
+                         // vector.
+                         if (sw.size() == 1 && sx.size() < 2)
+                           return std::unexpected("linear of a 1-d input and a 1-d weight");
+                         if (sw.size() == 2) tail.push_back(sw[0]);
+                         auto out = sw.size() == 2 ? gemm(lowering, *x, *w, true, 1, rows, sw, tail)
+                                                   : gemm(lowering, *x, *w, false, 1, rows, {sw[0], 1}, tail);
+                         if (!out) return std::unexpected(out.error());
+                         return bind_plus(lowering, node, *out, *bias, 1);
+                       }};
   t["aten::mm"] = {"aten::mm(Tensor self, Tensor mat2) -> Tensor",
                    [](Lowering& lowering, const Json& args, const Node& node) -> Result {
                      auto a = lowering.tensor(args.at("self"));

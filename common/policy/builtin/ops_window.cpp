@@ -29,18 +29,34 @@ std::expected<std::vector<int64_t>, std::string> spatial_list(const Json& args, 
   return list;
 }
 
-// The input as [N, C, *spatial] with `dims` spatial dims, or an error.
-std::expected<int, std::string> batched_input(Lowering& lowering, const Json& arg, size_t dims) {
+// A window op's input as [N, C, *spatial]: `id` that value, `unbatched` when the op's own input lacks N (PyTorch
+// takes [C, *spatial] as a batch of one), so the output drops it again.
+struct WindowInput {
+  int id = -1;
+  bool unbatched = false;
+};
+
+// The input as [N, C, *spatial] with `dims` spatial dims (a [C, *spatial] input seen as a batch of one), or an error.
+std::expected<WindowInput, std::string> batched_input(Lowering& lowering, const Json& arg, size_t dims) {
   auto x = lowering.tensor(arg);
-  if (!x) return x;
-  if (lowering.val(*x).shape.size() != dims + 2) {
-    return std::unexpected("input of rank " + std::to_string(lowering.val(*x).shape.size()) +
-                           ", the writer covers [N, C, " + std::to_string(dims) + " spatial dims]");
+  if (!x) return std::unexpected(x.error());
+  const std::vector<int64_t> shape = lowering.val(*x).shape;
+  if (shape.size() == dims + 1) {
+    Val batch;
+    batch.kind = ValKind::alias;
+    batch.shape = shape;
+    batch.shape.insert(batch.shape.begin(), 1);
+    batch.args = {*x};
+    return WindowInput{lowering.add(std::move(batch)), true};
   }
-  return x;
+  if (shape.size() != dims + 2) {
+    return std::unexpected("input of rank " + std::to_string(shape.size()) + ", the writer covers [N, C, " +
+                           std::to_string(dims) + " spatial dims] or [C, " + std::to_string(dims) + " spatial dims]");
+  }
+  return WindowInput{*x, false};
 }
 
-Result add_window(Lowering& lowering, const Node& node, Step step, std::vector<int64_t> out_shape) {
+Result add_window(Lowering& lowering, const Node& node, Step step, std::vector<int64_t> out_shape, bool unbatched) {
   for (int64_t size : out_shape) {
     if (size <= 0) return std::unexpected("the window leaves an empty output");
   }
@@ -49,7 +65,15 @@ Result add_window(Lowering& lowering, const Node& node, Step step, std::vector<i
   Val out;
   out.shape = std::move(out_shape);
   step.out = lowering.add(std::move(out));
-  lowering.bind(node.outputs[0], step.out);
+  int result = step.out;
+  if (unbatched) {
+    Val unbatch;
+    unbatch.kind = ValKind::alias;
+    unbatch.shape.assign(lowering.val(step.out).shape.begin() + 1, lowering.val(step.out).shape.end());
+    unbatch.args = {step.out};
+    result = lowering.add(std::move(unbatch));
+  }
+  lowering.bind(node.outputs[0], result);
   lowering.add_step(std::move(step));
   lowering.note_pattern(pattern);
   return {};
@@ -63,7 +87,7 @@ OpHandler convolution(size_t dims, bool transposed) {
     if (!x || !w || !bias) return std::unexpected(!x ? x.error() : !w ? w.error() : bias.error());
     Step step;
     step.op = transposed ? "conv_transpose" : "conv";
-    step.a = *x;
+    step.a = x->id;
     step.b = *w;
     step.bias = *bias;
     auto stride = spatial_list(args, "stride", dims);
@@ -72,7 +96,7 @@ OpHandler convolution(size_t dims, bool transposed) {
     step.stride = *stride;
     step.dilation = *dilation;
     step.groups = args.at("groups").get<int64_t>();
-    const std::vector<int64_t>& in = lowering.val(*x).shape;
+    const std::vector<int64_t>& in = lowering.val(x->id).shape;
     const std::vector<int64_t>& ws = lowering.val(*w).shape;
     if (ws.size() != dims + 2) return std::unexpected("weight of another rank than the input");
     step.kernel.assign(ws.begin() + 2, ws.end());
@@ -109,7 +133,7 @@ OpHandler convolution(size_t dims, bool transposed) {
       out.push_back(transposed ? (in[d + 2] - 1) * s - 2 * p + dl * (k - 1) + output_padding[d] + 1
                                : window_out(in[d + 2], k, s, p, dl, false));
     }
-    return add_window(lowering, node, std::move(step), std::move(out));
+    return add_window(lowering, node, std::move(step), std::move(out), x->unbatched);
   };
 }
 
@@ -135,7 +159,7 @@ OpHandler pooling(size_t dims, bool max) {
     }
     Step step;
     step.op = max ? "max" : "avg";
-    step.a = *x;
+    step.a = x->id;
     step.kernel = *kernel;
     step.stride = stride;
     step.padding = *padding;
@@ -146,14 +170,14 @@ OpHandler pooling(size_t dims, bool max) {
       if (args.contains("divisor_override") && !args.at("divisor_override").is_null())
         step.divisor_override = args.at("divisor_override").get<int64_t>();
     }
-    const std::vector<int64_t>& in = lowering.val(*x).shape;
+    const std::vector<int64_t>& in = lowering.val(x->id).shape;
     std::vector<int64_t> out = {in[0], in[1]};
     for (size_t d = 0; d < dims; ++d) {
       if (stride[d] <= 0 || dilation[d] <= 0 || step.padding[d] < 0 || 2 * step.padding[d] > step.kernel[d])
         return std::unexpected("kernel, stride or padding out of range");
       out.push_back(window_out(in[d + 2], step.kernel[d], stride[d], step.padding[d], dilation[d], ceil_mode));
     }
-    return add_window(lowering, node, std::move(step), std::move(out));
+    return add_window(lowering, node, std::move(step), std::move(out), x->unbatched);
   };
 }
 
@@ -165,11 +189,11 @@ OpHandler adaptive_avg(size_t dims) {
     if (!size) return std::unexpected(size.error());
     Step step;
     step.op = "adaptive_avg";
-    step.a = *x;
-    const std::vector<int64_t>& in = lowering.val(*x).shape;
+    step.a = x->id;
+    const std::vector<int64_t>& in = lowering.val(x->id).shape;
     std::vector<int64_t> out = {in[0], in[1]};
     out.insert(out.end(), size->begin(), size->end());
-    return add_window(lowering, node, std::move(step), std::move(out));
+    return add_window(lowering, node, std::move(step), std::move(out), x->unbatched);
   };
 }
 
