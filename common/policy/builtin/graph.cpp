@@ -157,12 +157,14 @@ std::expected<Plan, std::vector<Uncovered>> lower_program(const Program& program
   }
   if (!uncovered.empty()) return std::unexpected(uncovered);
 
-  std::set<int> operands;  // what the steps read, stored
+  // What the steps read is stored. A chain that its own node's step reads (einsum's permuted operands) is stored
+  // before that step; any other, after its node's steps, which it may read (renorm's scale, then a convolution).
+  std::set<int> own_operands;
   for (const Step& step : plan.steps) {
     for (int operand : {step.a, step.b}) {
       if (operand < 0) continue;
       const int stored = resolve_alias(plan, operand);
-      operands.insert(stored);
+      if (plan.vals[stored].node == step.node) own_operands.insert(stored);
       plan.vals[stored].needs_buffer = true;
     }
   }
@@ -177,9 +179,9 @@ std::expected<Plan, std::vector<Uncovered>> lower_program(const Program& program
   // Steps in node order: the stored chains of a node that its own step reads (einsum's permuted operands), the step,
   // then the node's other stored chains.
   std::vector<Step> ordered;
-  auto store_roots = [&](int node, bool read_by_a_step) {
+  auto store_roots = [&](int node, bool read_by_own_step) {
     for (int root : pointwise_roots) {
-      if (plan.vals[root].node != node || operands.contains(root) != read_by_a_step) continue;
+      if (plan.vals[root].node != node || own_operands.contains(root) != read_by_own_step) continue;
       Step step;
       step.kind = StepKind::pointwise;
       step.node = node;

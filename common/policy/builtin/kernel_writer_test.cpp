@@ -275,6 +275,18 @@ const std::vector<std::pair<std::string, std::string>> k_pattern_tasks = {
                   {"op":"aten::linear","args":["%z","%w","%b"],"out":["l"]},
                   {"op":"aten::relu","args":["%l"],"out":["y"]}],
          "outputs":["a1","g1","c1","m2","a3","y"]})"},
+    // A chain over one step's output that a later node's step reads must be stored after the first step: renorm's
+    // scale (a reduction) then a convolution, a mean subtracted then a product.
+    {"chain_after_a_step_feeds_a_step",
+     R"({"inputs":[{"name":"x","dtype":"float32","shape":[2,4,9,9]},{"name":"m","dtype":"float32","shape":[6,5]}],
+         "params":[{"name":"w","dtype":"float32","shape":[3,4,3,3]},{"name":"b","dtype":"float32","shape":[3]},
+                   {"name":"p","dtype":"float32","shape":[5,7]}],
+         "nodes":[{"op":"aten::renorm","args":["%x",2.0,1,0.5],"out":["r"]},
+                  {"op":"aten::conv2d.padding","args":["%r","%w","%b",2],"kwargs":{"dilation":1,"groups":1},"out":["c"]},
+                  {"op":"aten::mean.dim","args":["%m",[1],true],"out":["mu"]},
+                  {"op":"aten::sub.Tensor","args":["%m","%mu"],"out":["centred"]},
+                  {"op":"aten::mm","args":["%centred","%p"],"out":["y"]}],
+         "outputs":["c","y"]})"},
     // Two-operand einsums as one GEMM: KernelBench's L1-11, a batch letter, a transposed operand, attention scores,
     // an implicit output, a permuted output.
     {"einsum",
