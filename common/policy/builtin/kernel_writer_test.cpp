@@ -287,6 +287,17 @@ const std::vector<std::pair<std::string, std::string>> k_pattern_tasks = {
                   {"op":"aten::sub.Tensor","args":["%m","%mu"],"out":["centred"]},
                   {"op":"aten::mm","args":["%centred","%p"],"out":["y"]}],
          "outputs":["c","y"]})"},
+    // scaled_dot_product_attention: plain, with a float mask, causal (also with fewer queries than keys), a scale.
+    {"attention",
+     R"({"inputs":[{"name":"q","dtype":"float32","shape":[2,3,8,16]},{"name":"k","dtype":"float32","shape":[2,3,10,16]},
+                   {"name":"v","dtype":"float32","shape":[2,3,10,12]},{"name":"mask","dtype":"float32","shape":[8,10]}],
+         "nodes":[{"op":"aten::scaled_dot_product_attention","args":["%q","%k","%v"],"out":["a"]},
+                  {"op":"aten::scaled_dot_product_attention","args":["%q","%k","%v","%mask"],"out":["m"]},
+                  {"op":"aten::scaled_dot_product_attention","args":["%k","%k","%k",null,0.0,true],"out":["c"]},
+                  {"op":"aten::scaled_dot_product_attention","args":["%q","%k","%v",null,0.0,true],"kwargs":{"scale":0.3},
+                   "out":["s"]},
+                  {"op":"aten::relu","args":["%s"],"out":["y"]}],
+         "outputs":["a","m","c","y"]})"},
     // Two-operand einsums as one GEMM: KernelBench's L1-11, a batch letter, a transposed operand, attention scores,
     // an implicit output, a permuted output.
     {"einsum",

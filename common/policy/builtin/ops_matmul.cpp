@@ -2,6 +2,7 @@
 // pointwise values that the epilogue of the GEMM computes.
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include "policy/builtin/ops_util.h"
 
@@ -224,6 +225,48 @@ Result einsum(Lowering& lowering, const Json& args, const Node& node) {
   return {};
 }
 
+// scaled_dot_product_attention as softmax(q @ k^T * scale + mask) @ v: two batched products and a softmax over the
+// keys. The causal mask keeps key j <= query i (reading the scores' own coordinates, as tril does); a float mask is
+// added. Not covered: dropout (it draws random numbers), boolean masks, grouped-query heads, batch dims that differ.
+Result attention(Lowering& lowering, const Json& args, const Node& node) {
+  auto q = lowering.tensor(args.at("query"));
+  auto k = lowering.tensor(args.at("key"));
+  auto v = lowering.tensor(args.at("value"));
+  auto mask = lowering.optional_tensor(args.at("attn_mask"));
+  if (!q || !k || !v || !mask) return std::unexpected(!q ? q.error() : !k ? k.error() : !v ? v.error() : mask.error());
+  if (args.at("dropout_p").get<double>() != 0) return std::unexpected("attention with dropout");
+  if (args.at("enable_gqa").get<bool>()) return std::unexpected("attention with grouped-query heads");
+  const std::vector<int64_t> sq = lowering.val(*q).shape, sk = lowering.val(*k).shape, sv = lowering.val(*v).shape;
+  if (sq.size() < 2 || sk.size() != sq.size() || sv.size() != sq.size())
+    return std::unexpected("attention operands of different ranks or fewer than 2 dims");
+  if (!std::equal(sq.begin(), sq.end() - 2, sk.begin()) || !std::equal(sq.begin(), sq.end() - 2, sv.begin()))
+    return std::unexpected("attention operands whose batch dims differ");
+  const double scale =
+      args.at("scale").is_null() ? 1.0 / std::sqrt(static_cast<double>(sq.back())) : args.at("scale").get<double>();
+  const size_t rank = sq.size();
+  auto scores = gemm(lowering, *q, *k, true, scale, sq, sk, {sq[rank - 2], sk[rank - 2]});
+  if (!scores) return std::unexpected(scores.error());
+  int logits = *scores;
+  if (*mask >= 0) {
+    auto masked = lowering.pointwise("($0 + $1)", {logits, *mask});
+    if (!masked) return std::unexpected(masked.error());
+    if (lowering.val(*masked).shape != lowering.val(logits).shape)
+      return std::unexpected("attention mask broadcasts the scores");
+    logits = *masked;
+  }
+  if (args.at("is_causal").get<bool>()) {
+    const std::string row = "c" + std::to_string(rank - 2), col = "c" + std::to_string(rank - 1);
+    auto causal = lowering.pointwise("(" + col + " <= " + row + " ? $0 : -INFINITY)", {logits});
+    if (!causal) return std::unexpected(causal.error());
+    logits = *causal;
+  }
+  const int probs = softmax_step(lowering, logits, static_cast<int>(rank) - 1, "softmax");
+  auto out = gemm(lowering, probs, *v, false, 1, lowering.val(probs).shape, sv, {sq[rank - 2], sv.back()});
+  if (!out) return std::unexpected(out.error());
+  lowering.bind(node.outputs[0], *out);
+  return {};
+}
+
 }  // namespace
 
 void register_matmul_ops(std::map<std::string, OpEntry>& t) {
@@ -287,6 +330,10 @@ void register_matmul_ops(std::map<std::string, OpEntry>& t) {
                          if (!out) return std::unexpected(out.error());
                          return bind_plus(lowering, node, *out, *bias, 1);
                        }};
+  t["aten::scaled_dot_product_attention"] = {
+      "aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, float "
+      "dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor",
+      attention};
   t["aten::mm"] = {"aten::mm(Tensor self, Tensor mat2) -> Tensor",
                    [](Lowering& lowering, const Json& args, const Node& node) -> Result {
                      auto a = lowering.tensor(args.at("self"));

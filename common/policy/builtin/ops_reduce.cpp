@@ -124,20 +124,9 @@ OpEntry softmax_op(const std::string& name) {
             if (auto ok = float32_only(args, "dtype"); !ok) return ok;
             auto self = lowering.tensor(args.at("self"));
             if (!self) return std::unexpected(self.error());
-            const std::vector<int64_t>& shape = lowering.val(*self).shape;
-            auto dim = wrap_dim(args.at("dim").get<int64_t>(), shape.size());
+            auto dim = wrap_dim(args.at("dim").get<int64_t>(), lowering.val(*self).shape.size());
             if (!dim) return std::unexpected(dim.error());
-            Step step;
-            step.kind = StepKind::softmax;
-            step.op = name;
-            step.in = *self;
-            step.outer = product(shape, 0, *dim);
-            step.extent = shape.empty() ? 1 : shape[*dim];
-            step.inner = product(shape, *dim + 1, shape.size());
-            step.out = buffer_val(lowering, shape);
-            lowering.bind(node.outputs[0], step.out);
-            lowering.add_step(std::move(step));
-            lowering.note_pattern("softmax");
+            lowering.bind(node.outputs[0], softmax_step(lowering, *self, *dim, name));
             return {};
           }};
 }
@@ -227,6 +216,22 @@ Result channel_affine(Lowering& lowering, const Json& args, const Node& node, do
 }
 
 }  // namespace
+
+int softmax_step(Lowering& lowering, int self, int dim, const std::string& op) {
+  const std::vector<int64_t> shape = lowering.val(self).shape;
+  Step step;
+  step.kind = StepKind::softmax;
+  step.op = op;
+  step.in = self;
+  step.outer = product(shape, 0, dim);
+  step.extent = shape.empty() ? 1 : shape[dim];
+  step.inner = product(shape, dim + 1, shape.size());
+  step.out = buffer_val(lowering, shape);
+  const int out = step.out;
+  lowering.add_step(std::move(step));
+  lowering.note_pattern("softmax");
+  return out;
+}
 
 void register_reduction_ops(std::map<std::string, OpEntry>& t) {
   t["aten::sum"] = reduction_op("aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor", "sum", "", "", "dtype");

@@ -20,6 +20,8 @@ std::expected<int, std::string> wrap_dim(int64_t dim, size_t rank);
 int64_t product(const std::vector<int64_t>& shape, size_t begin, size_t end);
 /// A permute view of value `src`: output dim d is its dim perm[d], read through index math.
 int permute_view(Lowering& lowering, int src, const std::vector<int>& perm);
+/// A softmax (`op` softmax or log_softmax) of value `self` over its dim `dim` (wrapped), as a step; returns its output.
+int softmax_step(Lowering& lowering, int self, int dim, const std::string& op);
 /// Fails unless a ScalarType? argument is null or float32 (the writer computes in float32 only).
 std::expected<void, std::string> float32_only(const Json& args, const std::string& name);
 
