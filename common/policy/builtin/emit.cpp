@@ -59,7 +59,7 @@ class Emitter {
     m_out << "};\n\n";
   }
 
-  // ev<v>(B, i): a fused pointwise, permuted or concatenated value at linear index i.
+  // ev<v>(B, i): a fused pointwise, permuted, concatenated or indexed value at linear index i.
   void value_function(int v) {
     const Val& val = m_plan.vals[v];
     if (val.kind == ValKind::buffer || val.kind == ValKind::alias) return;
@@ -67,6 +67,14 @@ class Emitter {
     m_out << coordinates(val.shape, "i", "c");
     if (val.kind == ValKind::concat) {
       concat_body(val);
+      return;
+    }
+    if (val.kind == ValKind::indexed) {
+      const std::vector<int64_t> strides = contiguous_strides(m_plan.vals[val.args[0]].shape);
+      std::string index = "0LL";
+      for (size_t d = 0; d < val.source.size(); ++d)
+        index += " + (" + val.source[d] + ") * " + std::to_string(strides[d]) + "LL";
+      m_out << "  return " << load(val.args[0], index) << ";\n}\n\n";
       return;
     }
     if (val.kind == ValKind::permute) {

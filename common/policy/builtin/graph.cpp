@@ -60,14 +60,15 @@ void place_output(Plan& plan, int id, int position, int end_node) {
 }
 
 // The stored values `root` reads through its fused chain; a leaf's flag is set when the path to it goes through a
-// permute or a concat (it is read at other indices than root's).
+// permute, a concat or an indexed view (it is read at other indices than root's).
 void chain_leaves(const Plan& plan, int v, bool through_permute, std::map<int, bool>& leaves, bool root) {
   const Val& val = plan.vals[v];
   if (!root && is_stored(val)) {
     leaves[v] = leaves[v] || through_permute;
     return;
   }
-  bool permute = through_permute || val.kind == ValKind::permute || val.kind == ValKind::concat;
+  bool permute = through_permute || val.kind == ValKind::permute || val.kind == ValKind::concat ||
+                 val.kind == ValKind::indexed;
   for (int arg : val.args) chain_leaves(plan, arg, permute, leaves, false);
 }
 

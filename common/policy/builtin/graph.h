@@ -21,6 +21,7 @@ enum class ValKind {
               // read through index math
   alias,      // args[0] under another shape, same elements in the same order (view, reshape, flatten, ...)
   concat,     // args joined along dim cat_dim (cat, stack), each read through index math where its part is read
+  indexed,    // args[0] read at coordinates computed from the output's (repeat, nearest upsampling, pixel shuffle)
 };
 
 struct Val {
@@ -39,6 +40,8 @@ struct Val {
   std::vector<int64_t> step;  // permute: output dim d moves perm[d] by step[d] (-1: flip; k: every k-th); empty: 1
   int64_t offset = 0;         // permute: where element 0 sits in args[0] (a slice, a select, a flip's far end)
   int cat_dim = 0;            // concat: the dim along which the args follow one another
+  // indexed: per dim of args[0], its coordinate as a C expression of the output's coordinates c0, c1, ...
+  std::vector<std::string> source;
   bool needs_buffer = false;
   int64_t numel() const;
 };

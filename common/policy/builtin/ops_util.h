@@ -31,5 +31,6 @@ void register_reduction_ops(std::map<std::string, OpEntry>& table);
 void register_norm_ops(std::map<std::string, OpEntry>& table);
 void register_matmul_ops(std::map<std::string, OpEntry>& table);
 void register_window_ops(std::map<std::string, OpEntry>& table);
+void register_gather_ops(std::map<std::string, OpEntry>& table);
 
 }  // namespace ca::builtin

@@ -1,0 +1,222 @@
+// Views read at computed coordinates (ValKind::indexed): each dim of the input gets its coordinate as an expression
+// of the output's c0, c1, ... (repeat and tile wrap around, nearest upsampling scales down, pixel shuffle moves
+// channels into space, diagonal walks two dims at once). Nothing is copied unless the result is stored.
+#include <algorithm>
+#include <cmath>
+
+#include "policy/builtin/ops_util.h"
+
+namespace ca::builtin {
+namespace {
+
+using Result = std::expected<void, std::string>;
+
+std::string c(size_t d) {
+  return "c" + std::to_string(d);
+}
+
+Result bind_indexed(Lowering& lowering, const Node& node, int src, std::vector<int64_t> shape,
+                    std::vector<std::string> source) {
+  for (int64_t size : shape) {
+    if (size <= 0) return std::unexpected("an empty result");
+  }
+  Val val;
+  val.kind = ValKind::indexed;
+  val.shape = std::move(shape);
+  val.args = {src};
+  val.source = std::move(source);
+  lowering.bind(node.outputs[0], lowering.add(std::move(val)));
+  return {};
+}
+
+// repeat: `repeats` has at least the input's rank; the input lines up with the trailing dims and wraps around.
+Result repeated(Lowering& lowering, const Node& node, int self, std::vector<int64_t> repeats) {
+  const std::vector<int64_t> in = lowering.val(self).shape;
+  if (repeats.size() < in.size()) return std::unexpected("repeat with fewer repeats than dims");
+  const size_t lead = repeats.size() - in.size();
+  std::vector<int64_t> out(repeats.size());
+  std::vector<std::string> source;
+  for (size_t d = 0; d < repeats.size(); ++d) {
+    if (repeats[d] < 0) return std::unexpected("repeat by a negative count");
+    out[d] = repeats[d] * (d < lead ? 1 : in[d - lead]);
+    if (d >= lead) source.push_back("(" + c(d) + " % " + std::to_string(in[d - lead]) + "LL)");
+  }
+  return bind_indexed(lowering, node, self, out, source);
+}
+
+// Nearest upsampling of the trailing `dims` dims as PyTorch computes it: source min(floor(dst * scale), size - 1) in
+// float, scale being 1 / the given scale factor, or else input size / output size.
+Result nearest(Lowering& lowering, const Node& node, int self, size_t dims, const std::vector<int64_t>& out_size,
+               const std::vector<double>& scales) {
+  const std::vector<int64_t> in = lowering.val(self).shape;
+  if (in.size() != dims + 2) {
+    return std::unexpected("input of rank " + std::to_string(in.size()) + ", the writer covers [N, C, " +
+                           std::to_string(dims) + " spatial dims]");
+  }
+  std::vector<int64_t> out = {in[0], in[1]};
+  std::vector<std::string> source = {c(0), c(1)};
+  for (size_t d = 0; d < dims; ++d) {
+    const int64_t size = in[d + 2];
+    out.push_back(out_size[d]);
+    const float scale = scales[d] > 0 ? static_cast<float>(1.0 / scales[d])
+                                      : static_cast<float>(size) / static_cast<float>(out_size[d]);
+    const std::string scaled = "(int64_t)floorf((float)" + c(d + 2) + " * " + float_literal(scale) + ")";
+    const std::string last = std::to_string(size - 1) + "LL";
+    source.push_back("(" + scaled + " < " + last + " ? " + scaled + " : " + last + ")");
+  }
+  return bind_indexed(lowering, node, self, out, source);
+}
+
+// A `float?` or `float[]?` scale argument as a list of `dims` values, 0 for none.
+std::vector<double> scale_list(const Json& value, size_t dims) {
+  std::vector<double> scales(dims, 0);
+  if (value.is_number()) scales.assign(dims, value.get<double>());
+  if (value.is_array()) {
+    for (size_t d = 0; d < dims && d < value.size(); ++d) scales[d] = value[d].is_null() ? 0 : value[d].get<double>();
+  }
+  return scales;
+}
+
+OpEntry upsample_nearest(size_t dims) {
+  const std::string name = "aten::upsample_nearest" + std::to_string(dims) + "d";
+  static const char* const axes[] = {"d", "h", "w"};
+  std::string scales;
+  for (size_t d = 3 - dims; d < 3; ++d)
+    scales += dims == 1 ? ", float? scales=None" : std::string(", float? scales_") + axes[d] + "=None";
+  return {name + "(Tensor self, SymInt[" + std::to_string(dims) + "] output_size" + scales + ") -> Tensor",
+          [dims](Lowering& lowering, const Json& args, const Node& node) -> Result {
+            auto self = lowering.tensor(args.at("self"));
+            if (!self) return std::unexpected(self.error());
+            auto size = int_list(args, "output_size", dims);
+            if (!size) return std::unexpected(size.error());
+            if (size->size() != dims) return std::unexpected("output_size has the wrong length");
+            std::vector<double> scales;
+            for (const char* axis : {"scales", "scales_d", "scales_h", "scales_w"}) {
+              if (args.contains(axis)) scales.push_back(args.at(axis).is_null() ? 0 : args.at(axis).get<double>());
+            }
+            return nearest(lowering, node, *self, dims, *size, scales);
+          }};
+}
+
+// The .vec form: an output size, or scale factors from which it follows (floor(size * factor)).
+OpEntry upsample_nearest_vec(size_t dims) {
+  const std::string name = "aten::upsample_nearest" + std::to_string(dims) + "d.vec";
+  return {name + "(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor",
+          [dims](Lowering& lowering, const Json& args, const Node& node) -> Result {
+            auto self = lowering.tensor(args.at("input"));
+            if (!self) return std::unexpected(self.error());
+            const std::vector<int64_t> in = lowering.val(*self).shape;
+            if (in.size() != dims + 2) return nearest(lowering, node, *self, dims, {}, {});
+            std::vector<double> scales = scale_list(args.at("scale_factors"), dims);
+            std::vector<int64_t> size;
+            if (!args.at("output_size").is_null()) {
+              auto given = int_list(args, "output_size", dims);
+              if (!given) return std::unexpected(given.error());
+              size = *given;
+              scales.assign(dims, 0);
+            } else {
+              for (size_t d = 0; d < dims; ++d) {
+                if (scales[d] <= 0) return std::unexpected("upsampling without an output size or scale factors");
+                size.push_back(static_cast<int64_t>(static_cast<double>(in[d + 2]) * scales[d]));
+              }
+            }
+            if (size.size() != dims) return std::unexpected("output_size has the wrong length");
+            return nearest(lowering, node, *self, dims, size, scales);
+          }};
+}
+
+// pixel_shuffle (r): [..., C r^2, H, W] -> [..., C, H r, W r]; pixel_unshuffle the inverse.
+OpHandler pixel_shuffle(bool unshuffle) {
+  return [unshuffle](Lowering& lowering, const Json& args, const Node& node) -> Result {
+    auto self = lowering.tensor(args.at("self"));
+    if (!self) return std::unexpected(self.error());
+    const int64_t r = args.at(unshuffle ? "downscale_factor" : "upscale_factor").get<int64_t>();
+    std::vector<int64_t> shape = lowering.val(*self).shape;
+    const size_t n = shape.size();
+    if (n < 3 || r <= 0) return std::unexpected("pixel shuffle of fewer than 3 dims or a factor below 1");
+    const std::string rr = std::to_string(r) + "LL", r2 = std::to_string(r * r) + "LL";
+    std::vector<std::string> source;
+    for (size_t d = 0; d + 3 < n; ++d) source.push_back(c(d));
+    const std::string ch = c(n - 3), h = c(n - 2), w = c(n - 1);
+    if (!unshuffle) {
+      if (shape[n - 3] % (r * r) != 0) return std::unexpected("pixel_shuffle of channels not divisible by r^2");
+      shape[n - 3] /= r * r;
+      shape[n - 2] *= r;
+      shape[n - 1] *= r;
+      source.push_back(ch + " * " + r2 + " + (" + h + " % " + rr + ") * " + rr + " + " + w + " % " + rr);
+      source.push_back(h + " / " + rr);
+      source.push_back(w + " / " + rr);
+    } else {
+      if (shape[n - 2] % r != 0 || shape[n - 1] % r != 0)
+        return std::unexpected("pixel_unshuffle of a size not divisible by r");
+      shape[n - 3] *= r * r;
+      shape[n - 2] /= r;
+      shape[n - 1] /= r;
+      source.push_back(ch + " / " + r2);
+      source.push_back(h + " * " + rr + " + (" + ch + " % " + r2 + ") / " + rr);
+      source.push_back(w + " * " + rr + " + " + ch + " % " + rr);
+    }
+    return bind_indexed(lowering, node, *self, shape, source);
+  };
+}
+
+// diagonal: dims dim1 and dim2 dropped, the diagonal (shifted by offset) appended as the last dim.
+Result diagonal(Lowering& lowering, const Json& args, const Node& node) {
+  auto self = lowering.tensor(args.at("self"));
+  if (!self) return std::unexpected(self.error());
+  const std::vector<int64_t> in = lowering.val(*self).shape;
+  auto d1 = wrap_dim(args.at("dim1").get<int64_t>(), in.size());
+  auto d2 = wrap_dim(args.at("dim2").get<int64_t>(), in.size());
+  if (!d1 || !d2) return std::unexpected(!d1 ? d1.error() : d2.error());
+  if (*d1 == *d2) return std::unexpected("diagonal of one dim with itself");
+  const int64_t offset = args.at("offset").get<int64_t>();
+  const int64_t length = offset >= 0 ? std::min(in[*d1], in[*d2] - offset) : std::min(in[*d1] + offset, in[*d2]);
+  std::vector<int64_t> out;
+  std::vector<std::string> source(in.size());
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (static_cast<int>(d) == *d1 || static_cast<int>(d) == *d2) continue;
+    source[d] = c(out.size());
+    out.push_back(in[d]);
+  }
+  const std::string last = c(out.size());
+  source[*d1] = last + " + " + std::to_string(std::max<int64_t>(-offset, 0)) + "LL";
+  source[*d2] = last + " + " + std::to_string(std::max<int64_t>(offset, 0)) + "LL";
+  out.push_back(length);
+  return bind_indexed(lowering, node, *self, out, source);
+}
+
+}  // namespace
+
+void register_gather_ops(std::map<std::string, OpEntry>& t) {
+  t["aten::repeat"] = {"aten::repeat(Tensor self, SymInt[] repeats) -> Tensor",
+                       [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                         auto self = lowering.tensor(args.at("self"));
+                         auto repeats = int_list(args, "repeats");
+                         if (!self) return std::unexpected(self.error());
+                         if (!repeats) return std::unexpected(repeats.error());
+                         return repeated(lowering, node, *self, *repeats);
+                       }};
+  // tile: repeat with missing leading counts taken as 1.
+  t["aten::tile"] = {"aten::tile(Tensor self, SymInt[] dims) -> Tensor",
+                     [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                       auto self = lowering.tensor(args.at("self"));
+                       auto dims = int_list(args, "dims");
+                       if (!self) return std::unexpected(self.error());
+                       if (!dims) return std::unexpected(dims.error());
+                       const size_t rank = lowering.val(*self).shape.size();
+                       if (dims->size() < rank) dims->insert(dims->begin(), rank - dims->size(), 1);
+                       return repeated(lowering, node, *self, *dims);
+                     }};
+  for (size_t dims : {1, 2, 3}) {
+    t["aten::upsample_nearest" + std::to_string(dims) + "d"] = upsample_nearest(dims);
+    t["aten::upsample_nearest" + std::to_string(dims) + "d.vec"] = upsample_nearest_vec(dims);
+  }
+  t["aten::pixel_shuffle"] = {"aten::pixel_shuffle(Tensor self, int upscale_factor) -> Tensor", pixel_shuffle(false)};
+  t["aten::pixel_unshuffle"] = {"aten::pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor",
+                                pixel_shuffle(true)};
+  t["aten::diagonal"] = {"aten::diagonal(Tensor(a) self, int offset=0, int dim1=0, int dim2=1) -> Tensor(a)", diagonal};
+  t["aten::diagonal_copy"] = {"aten::diagonal_copy(Tensor self, int offset=0, int dim1=0, int dim2=1) -> Tensor",
+                              diagonal};
+}
+
+}  // namespace ca::builtin
