@@ -67,8 +67,8 @@ void chain_leaves(const Plan& plan, int v, bool through_permute, std::map<int, b
     leaves[v] = leaves[v] || through_permute;
     return;
   }
-  bool permute = through_permute || val.kind == ValKind::permute || val.kind == ValKind::concat ||
-                 val.kind == ValKind::indexed;
+  bool permute =
+      through_permute || val.kind == ValKind::permute || val.kind == ValKind::concat || val.kind == ValKind::indexed;
   for (int arg : val.args) chain_leaves(plan, arg, permute, leaves, false);
 }
 
