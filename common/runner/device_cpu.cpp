@@ -24,8 +24,13 @@ constexpr size_t k_alignment = 64;
 constexpr size_t k_max_bytes = size_t(1) << 46;
 constexpr int k_fresh_attempts = 64;
 // Buffers are mapped upwards from 16 TiB, far below where the kernel places shared libraries and plain mmaps
-// (near 128 TiB) and far above the heap; a collision only skips ahead.
+// (near 128 TiB) and far above the heap; a collision only skips ahead. ThreadSanitizer keeps its shadow memory there
+// and ends a process that maps into it, so its builds start at 256 GiB, inside the low range it leaves to programs.
+#if defined(__SANITIZE_THREAD__)
+constexpr uintptr_t k_first_address = uintptr_t(1) << 38;
+#else
 constexpr uintptr_t k_first_address = uintptr_t(1) << 44;
+#endif
 constexpr uintptr_t k_skip = uintptr_t(1) << 30;
 
 struct FreeDeleter {

@@ -41,7 +41,8 @@ address)
   args=()
   ;;
 thread)
-  export TSAN_OPTIONS="log_path=$reports/tsan:exitcode=86:second_deadlock_stack=1:${CA_TSAN_OPTIONS:-}"
+  # tsan.supp: races inside LibTorch's uninstrumented OpenMP loops and atomics (why in the file).
+  export TSAN_OPTIONS="suppressions=$here/tsan.supp:log_path=$reports/tsan:exitcode=86:second_deadlock_stack=1:${CA_TSAN_OPTIONS:-}"
   args=(-R "$thread_tests")
   ;;
 *)
