@@ -36,7 +36,7 @@ def main():
         if os.path.exists(path):
             rows = load(path)
             key = "loss" if name.startswith("rft") else "explained_variance"
-            print(f"{name[:-11]}: {len(rows)} updates, {key} {rows[0].get(key)} -> {rows[-1].get(key)}")
+            print(f"{name.split('.')[0]}: {len(rows)} updates, {key} {rows[0].get(key)} -> {rows[-1].get(key)}")
     arms = {}
     for path in sorted(glob.glob(os.path.join(out, "*", "steps.jsonl"))):
         arm = os.path.basename(os.path.dirname(path))
