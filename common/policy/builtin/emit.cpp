@@ -1,7 +1,8 @@
 // emit_kernel: a plan as one source file in the kernel ABI. Fused chains become inline functions evaluated at a
 // linear index; each step becomes a unit function (one output element, row or group) that the cpu backend runs
-// under OpenMP and the cuda backend runs one thread per unit; products go to a blocked OpenMP GEMM (cpu) or to
-// cuBLAS on ctx->stream (cuda), with the fused chains in their epilogue.
+// under OpenMP and the cuda backend runs one thread per unit (a block per unit for long reductions, and several
+// blocks per unit, combined by a second kernel, for a few very long ones); products go to a blocked OpenMP GEMM
+// (cpu) or to cuBLAS on ctx->stream (cuda), with the fused chains in their epilogue.
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -56,7 +57,23 @@ class Emitter {
       if (stored(static_cast<int>(v)))
         m_out << "  float* p" << v << ";  // " << shape_text(m_plan.vals[v].shape) << "\n";
     }
+    for (size_t s = 0; s < m_plan.steps.size(); ++s) {
+      if (split_of(m_plan.steps[s])) m_out << "  float* part" << s << ";  // a split reduction's partials, as acc_t\n";
+    }
     m_out << "};\n\n";
+    if (m_cuda) {
+      // The combine kinds are Emitter::Combine's.
+      m_out << "template <typename T>\n__device__ T block_reduce(T v, T* red, int kind) {\n"
+            << "  red[threadIdx.x] = v;\n  __syncthreads();\n"
+            << "  for (unsigned half = blockDim.x / 2; half > 0; half >>= 1) {\n"
+            << "    if (threadIdx.x < half) {\n      T m = red[threadIdx.x];\n      const T o = red[threadIdx.x + "
+               "half];\n"
+            << "      switch (kind) {\n";
+      for (Combine c : {sum, prod, max_nan, min_nan, max, min})
+        m_out << "        case " << c << ": " << combine_statement(c, "m", "o") << " break;\n";
+      m_out << "      }\n      red[threadIdx.x] = m;\n    }\n    __syncthreads();\n  }\n"
+            << "  const T result = red[0];\n  __syncthreads();\n  return result;\n}\n\n";
+    }
   }
 
   // ev<v>(B, i): a fused pointwise, permuted, concatenated or indexed value at linear index i.
@@ -137,6 +154,16 @@ class Emitter {
       cpu_gemm(step, s);
       return;
     }
+    if (int64_t parts = split_of(step)) {
+      std::string before = m_out.str();
+      m_out.str("");
+      split_reduction(step, s, parts);
+      std::string body = m_out.str();
+      m_out.str("");
+      m_out << before << m_prefix << body;
+      m_prefix.clear();
+      return;
+    }
     // The unit's body first: a reduction over scattered dims adds an index function the unit calls.
     std::string before = m_out.str();
     m_out.str("");
@@ -148,9 +175,28 @@ class Emitter {
     if (step.kind == StepKind::scan) scan_unit(step);
     std::string unit = m_out.str();
     m_out.str("");
-    m_out << before << m_prefix << "CA_FN void unit" << s << "(const Bufs& B, int64_t u) {\n" << unit << "}\n\n";
+    const bool block = block_reduction(step);
+    m_out << before << m_prefix << "CA_FN void unit" << s << "(const Bufs& B, int64_t u"
+          << (block ? ", acc_t* ra, float* rf" : "") << ") {\n"
+          << (block ? "  (void)ra; (void)rf;\n" : "") << unit << "}\n\n";
     m_prefix.clear();
+    if (block) {
+      block_runner(s, units_of(step));
+      return;
+    }
     units_runner(s, units_of(step));
+  }
+
+  // A block a unit (block_reduction), with its shared memory.
+  void block_runner(int s, int64_t units) {
+    const std::string block = std::to_string(m_variant.block);
+    m_out << "__global__ void kernel" << s << "(Bufs B) {\n  __shared__ acc_t ra[" << block
+          << "];\n  __shared__ float rf[" << block << "];\n"
+          << "  for (int64_t u = blockIdx.x; u < " << units << "LL; u += gridDim.x) unit" << s
+          << "(B, u, ra, rf);\n}\n\n";
+    m_out << "static int step" << s << "(const Bufs& B, ca_context* ctx) {\n"
+          << "  if (" << units << "LL > 0) kernel" << s << "<<<" << std::min<int64_t>(units, 1048576) << ", " << block
+          << ", 0, (cudaStream_t)ctx->stream>>>(B);\n  return 0;\n}\n\n";
   }
 
   int64_t units_of(const Step& step) const {
@@ -198,64 +244,151 @@ class Emitter {
     return "rindex" + std::to_string(s) + "(u, r)";
   }
 
-  void reduce_unit(const Step& step, int s) {
-    std::string index = reduce_index(step, s);
-    std::string n = std::to_string(step.extent) + "LL";
-    std::string x = load(step.in, index);
-    auto loop = [&](const std::string& body) {
-      return "  for (int64_t r = 0; r < " + n + "; ++r) { const float x = " + x + "; " + body + " }\n";
-    };
-    std::ostringstream body;
+  // How a reduction's partial accumulators combine: block_reduce's kind (prelude) and combine_statement.
+  enum Combine { sum = 0, prod = 1, max_nan = 2, min_nan = 3, max = 4, min = 5 };
+
+  // One pass over a reduction's elements: an accumulator, its update by element x, how two partial accumulators
+  // combine, and what follows once the pass is done.
+  struct Pass {
+    std::string type;  // acc_t or float
+    std::string var, init, update;
+    Combine combine;
+    std::string after;
+  };
+  struct Reduction {
+    std::vector<Pass> passes;
+    std::string result;  // a float expression of the accumulators
+  };
+
+  static Reduction reduction_of(const Step& step) {
     const std::string& op = step.op;
-    if (op == "sum" || op == "mean" || op == "prod" || op == "nansum") {
-      std::string add = op == "prod" ? "s *= x;" : op == "nansum" ? "if (x == x) s += x;" : "s += x;";
-      body << "  acc_t s = " << (op == "prod" ? "1" : "0") << ";\n" << loop(add);
-      body << "  const float result = (float)(s" << (op == "mean" ? " / (acc_t)" + n : "") << ");\n";
-    }
-    if (op == "amax" || op == "amin") {
-      std::string cmp = op == "amax" ? ">" : "<";
-      body << "  float m = " << (op == "amax" ? "-INFINITY" : "INFINITY") << ";\n"
-           << loop("if (x " + cmp + " m || x != x) m = x;") << "  const float result = m;\n";
-    }
+    const std::string n = std::to_string(step.extent) + "LL";
+    auto acc = [](std::string update, Combine combine = sum, std::string init = "0") {
+      return Pass{"acc_t", "s", std::move(init), std::move(update), combine, ""};
+    };
+    auto extreme = [](std::string init, std::string update, Combine combine) {
+      return Pass{"float", "m", std::move(init), std::move(update), combine, ""};
+    };
+    if (op == "sum") return {{acc("s += x;")}, "(float)s"};
+    if (op == "nansum") return {{acc("if (x == x) s += x;")}, "(float)s"};
+    if (op == "mean") return {{acc("s += x;")}, "(float)(s / (acc_t)" + n + ")"};
+    if (op == "prod") return {{acc("s *= x;", prod, "1")}, "(float)s"};
+    if (op == "amax") return {{extreme("-INFINITY", "if (x > m || x != x) m = x;", max_nan)}, "m"};
+    if (op == "amin") return {{extreme("INFINITY", "if (x < m || x != x) m = x;", min_nan)}, "m"};
     if (op == "logsumexp") {
-      body << "  float m = -INFINITY;\n"
-           << loop("if (x > m) m = x;") << "  acc_t s = 0;\n"
-           << loop("s += expf(x - m);") << "  const float result = isinf(m) ? m : m + (float)log((double)s);\n";
+      return {{extreme("-INFINITY", "if (x > m) m = x;", max), acc("s += expf(x - m);")},
+              "(isinf(m) ? m : m + (float)log((double)s))"};
     }
-    if (op == "norm") norm_reduction(step.p, loop, body);
     if (op == "var" || op == "std") {
-      body << "  acc_t s = 0;\n"
-           << loop("s += x;") << "  const acc_t mean = s / (acc_t)" << n << ";\n  acc_t q = 0;\n"
-           << loop("const acc_t d = x - mean; q += d * d;") << "  const double dof = (double)" << n << " - " << step.p
-           << ";\n  const double var = (double)q / (dof > 0 ? dof : 0);\n"
-           << "  const float result = (float)" << (op == "std" ? "sqrt(var)" : "var") << ";\n";
+      Pass mean = acc("s += x;");
+      mean.after = "  const acc_t mean = s / (acc_t)" + n + ";\n";
+      Pass squares{"acc_t", "q", "0", "const acc_t d = x - mean; q += d * d;", sum, ""};
+      squares.after = "  const double dof = (double)" + n + " - " + std::to_string(step.p) +
+                      ";\n  const double var = (double)q / (dof > 0 ? dof : 0);\n";
+      return {{mean, squares}, std::string("(float)") + (op == "std" ? "sqrt(var)" : "var")};
     }
-    m_out << body.str() << "  " << store(step, "u", "result") << "\n";
+    // norm of order p
+    const double p = step.p;
+    if (p == 2) return {{acc("s += (acc_t)x * x;")}, "(float)sqrt((double)s)"};
+    if (std::isinf(p) && p > 0) return {{extreme("0.f", "if (fabsf(x) > m) m = fabsf(x);", max)}, "m"};
+    if (std::isinf(p)) return {{extreme("INFINITY", "if (fabsf(x) < m) m = fabsf(x);", min)}, "m"};
+    if (p == 0) return {{acc("s += (x != 0.f);")}, "(float)s"};
+    if (p == 1) return {{acc("s += fabsf(x);")}, "(float)s"};
+    return {{acc("s += pow((double)fabsf(x), " + std::to_string(p) + ");")},
+            "(float)pow((double)s, 1.0 / " + std::to_string(p) + ")"};
   }
 
-  template <typename Loop>
-  static void norm_reduction(double p, const Loop& loop, std::ostringstream& body) {
-    if (p == 2) {
-      body << "  acc_t s = 0;\n" << loop("s += (acc_t)x * x;") << "  const float result = (float)sqrt((double)s);\n";
-      return;
+  static std::string combine_statement(Combine combine, const std::string& var, const std::string& other) {
+    const std::string& m = var;
+    const std::string& o = other;
+    switch (combine) {
+      case sum:
+        return m + " += " + o + ";";
+      case prod:
+        return m + " *= " + o + ";";
+      case max_nan:
+        return "if (" + o + " > " + m + " || " + o + " != " + o + ") " + m + " = " + o + ";";
+      case min_nan:
+        return "if (" + o + " < " + m + " || " + o + " != " + o + ") " + m + " = " + o + ";";
+      case max:
+        return "if (" + o + " > " + m + ") " + m + " = " + o + ";";
+      case min:
+        return "if (" + o + " < " + m + ") " + m + " = " + o + ";";
     }
-    if (std::isinf(p)) {
-      body << "  float m = " << (p > 0 ? "0.f" : "INFINITY") << ";\n"
-           << loop(std::string("if (fabsf(x) ") + (p > 0 ? ">" : "<") + " m) m = fabsf(x);")
-           << "  const float result = m;\n";
-      return;
+    return "";
+  }
+
+  // cuda: a reduction whose rows are long gets a block of threads per unit (the threads read along the row and
+  // combine through shared memory), unless its units are many and its rows strided, where a thread per unit reads
+  // coalesced across units.
+  bool block_reduction(const Step& step) const {
+    if (!m_cuda || step.kind != StepKind::reduce || step.extent < 256) return false;
+    return units_of(step) < 16384 || (step.inner == 1 && !step.general_dims);
+  }
+
+  // cuda: a one-pass reduction of few, very long units is split over several blocks a unit, whose partial
+  // accumulators a second kernel combines (one block a unit would leave most of the GPU idle). 0: not split.
+  int64_t split_of(const Step& step) const {
+    if (!block_reduction(step) || reduction_of(step).passes.size() != 1) return 0;
+    const int64_t units = units_of(step);
+    if (units >= 1024 || step.extent < (int64_t{1} << 16)) return 0;
+    return std::clamp<int64_t>(step.extent / 32768, 2, std::max<int64_t>(2, 2048 / units));
+  }
+
+  void reduce_unit(const Step& step, int s) {
+    const std::string index = reduce_index(step, s);
+    const std::string n = std::to_string(step.extent) + "LL";
+    const std::string x = load(step.in, index);
+    const Reduction reduction = reduction_of(step);
+    const bool block = block_reduction(step);
+    for (const Pass& pass : reduction.passes) {
+      m_out << "  " << pass.type << " " << pass.var << " = " << pass.init << ";\n"
+            << "  for (int64_t r = " << (block ? "threadIdx.x" : "0") << "; r < " << n
+            << "; r += " << (block ? "blockDim.x" : "1") << ") { const float x = " << x << "; " << pass.update
+            << " }\n";
+      if (block) {
+        m_out << "  " << pass.var << " = block_reduce(" << pass.var << ", " << (pass.type == "float" ? "rf" : "ra")
+              << ", " << pass.combine << ");\n";
+      }
+      m_out << pass.after;
     }
-    if (p == 0) {
-      body << "  acc_t s = 0;\n" << loop("s += (x != 0.f);") << "  const float result = (float)s;\n";
-      return;
-    }
-    if (p == 1) {
-      body << "  acc_t s = 0;\n" << loop("s += fabsf(x);") << "  const float result = (float)s;\n";
-      return;
-    }
-    body << "  acc_t s = 0;\n"
-         << loop("s += pow((double)fabsf(x), " + std::to_string(p) + ");")
-         << "  const float result = (float)pow((double)s, 1.0 / " << std::to_string(p) << ");\n";
+    m_out << (block ? "  if (threadIdx.x == 0) {\n" : "") << "  const float result = " << reduction.result << ";\n  "
+          << store(step, "u", "result") << "\n"
+          << (block ? "  }\n" : "");
+  }
+
+  // A split reduction (split_of): part<s> writes each block's partial accumulator, kernel<s> combines a unit's.
+  void split_reduction(const Step& step, int s, int64_t parts) {
+    const Pass pass = reduction_of(step).passes[0];
+    const int64_t units = units_of(step);
+    const int64_t chunk = (step.extent + parts - 1) / parts;
+    const std::string x = load(step.in, reduce_index(step, s));
+    const std::string block = std::to_string(m_variant.block);
+    m_out << "__global__ void part" << s << "(Bufs B) {\n  __shared__ acc_t ra[" << block
+          << "];\n  __shared__ float rf[" << block << "];\n  (void)ra; (void)rf;\n"
+          << "  const int64_t u = blockIdx.x / " << parts << "LL, begin = (blockIdx.x % " << parts << "LL) * " << chunk
+          << "LL;\n  const int64_t end = begin + " << chunk << "LL < " << step.extent << "LL ? begin + " << chunk
+          << "LL : " << step.extent << "LL;\n"
+          << "  " << pass.type << " " << pass.var << " = " << pass.init << ";\n"
+          << "  for (int64_t r = begin + threadIdx.x; r < end; r += blockDim.x) { const float x = " << x << "; "
+          << pass.update << " }\n"
+          << "  " << pass.var << " = block_reduce(" << pass.var << ", " << (pass.type == "float" ? "rf" : "ra") << ", "
+          << pass.combine << ");\n"
+          << "  if (threadIdx.x == 0) ((acc_t*)B.part" << s << ")[blockIdx.x] = (acc_t)" << pass.var << ";\n}\n\n";
+    m_out << "CA_FN void unit" << s << "(const Bufs& B, int64_t u) {\n"
+          << "  " << pass.type << " " << pass.var << " = " << pass.init << ";\n"
+          << "  for (int64_t g = 0; g < " << parts << "LL; ++g) { const " << pass.type << " o = (" << pass.type
+          << ")((const acc_t*)B.part" << s << ")[u * " << parts << "LL + g]; "
+          << combine_statement(pass.combine, pass.var, "o") << " }\n"
+          << "  const float result = " << reduction_of(step).result << ";\n  " << store(step, "u", "result")
+          << "\n}\n\n";
+    m_out << "__global__ void kernel" << s << "(Bufs B) {\n"
+          << "  for (int64_t u = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; u < " << units
+          << "LL; u += (int64_t)gridDim.x * blockDim.x) unit" << s << "(B, u);\n}\n\n";
+    m_out << "static int step" << s << "(const Bufs& B, ca_context* ctx) {\n"
+          << "  part" << s << "<<<" << units * parts << ", " << block << ", 0, (cudaStream_t)ctx->stream>>>(B);\n"
+          << "  kernel" << s << "<<<" << (units + m_variant.block - 1) / m_variant.block << ", " << block
+          << ", 0, (cudaStream_t)ctx->stream>>>(B);\n  return 0;\n}\n\n";
   }
 
   void softmax_unit(const Step& step) {
@@ -594,6 +727,12 @@ class Emitter {
       if (val.input >= 0 || val.output >= 0) continue;
       scratch_ptrs << "  B.p" << v << " = scratch + " << scratch << "LL;\n";
       scratch += round_up(std::max<int64_t>(val.numel(), 1), 16);
+    }
+    for (size_t s = 0; s < m_plan.steps.size(); ++s) {
+      const int64_t parts = split_of(m_plan.steps[s]);
+      if (parts == 0) continue;
+      scratch_ptrs << "  B.part" << s << " = scratch + " << scratch << "LL;\n";
+      scratch += round_up(2 * units_of(m_plan.steps[s]) * parts, 16);  // acc_t may be a double: two floats each
     }
     if (scratch > 0) {
       body << "  float* scratch = (float*)ctx->workspace(ctx, " << scratch * 4

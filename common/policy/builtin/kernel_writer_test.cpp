@@ -331,6 +331,47 @@ const std::vector<std::pair<std::string, std::string>> k_pattern_tasks = {
                   {"op":"aten::einsum","args":["bij,bjk->kbi",["%p","%q"]],"out":["e6"]},
                   {"op":"aten::relu","args":["%e6"],"out":["y"]}],
          "outputs":["e1","e2","e3","e4","e5","y"]})"},
+    // Long rows: on cuda a block per unit (y, var, mean over dim 0) or a split over blocks (x's sum, z's amax and
+    // norm); on cpu the same loops as any reduction.
+    {"long_reductions",
+     R"({"inputs":[{"name":"x","dtype":"float32","shape":[3,70000]},{"name":"y","dtype":"float32","shape":[300,400]},
+                   {"name":"z","dtype":"float32","shape":[131072]}],
+         "nodes":[{"op":"aten::sum.dim_IntList","args":["%x",[1]],"out":["a"]},
+                  {"op":"aten::var.correction","args":["%x",[1]],"out":["v"]},
+                  {"op":"aten::logsumexp","args":["%y",[1]],"out":["l"]},
+                  {"op":"aten::amax","args":["%z",[]],"out":["m"]},
+                  {"op":"aten::linalg_vector_norm","args":["%z",1],"out":["n1"]},
+                  {"op":"aten::mean.dim","args":["%y",[0]],"out":["c"]}],
+         "outputs":["a","v","l","m","n1","c"]})"},
+    {"losses_and_distances",
+     R"({"inputs":[{"name":"p","dtype":"float32","shape":[16,24]},{"name":"t","dtype":"float32","shape":[16,24]},
+                   {"name":"q","dtype":"float32","shape":[16,24],"init":{"uniform":[0.05,0.95]}},
+                   {"name":"u","dtype":"float32","shape":[16,24],"init":{"uniform":[0.05,0.95]}},
+                   {"name":"a","dtype":"float32","shape":[8,12]},{"name":"b","dtype":"float32","shape":[8,12]},
+                   {"name":"n","dtype":"float32","shape":[8,12]},{"name":"s","dtype":"float32","shape":[8]},
+                   {"name":"r","dtype":"float32","shape":[1,12]}],
+         "params":[{"name":"w","dtype":"float32","shape":[24],"init":{"uniform":[0.5,1.5]}}],
+         "nodes":[{"op":"aten::smooth_l1_loss","args":["%p","%t",1,0.5],"out":["l1"]},
+                  {"op":"aten::huber_loss","args":["%p","%t",2,0.5],"out":["l2"]},
+                  {"op":"aten::mse_loss","args":["%p","%t",0],"out":["l3"]},
+                  {"op":"aten::log","args":["%q"],"out":["lq"]},
+                  {"op":"aten::kl_div","args":["%lq","%u",2],"out":["l4"]},
+                  {"op":"aten::triplet_margin_loss","args":["%a","%b","%n"],"out":["l5"]},
+                  {"op":"aten::triplet_margin_loss","args":["%a","%b","%n",0.5,1.0,1e-6,true,0],"out":["l6"]},
+                  {"op":"aten::cosine_similarity","args":["%a","%r",1],"out":["cs"]},
+                  {"op":"aten::pairwise_distance","args":["%a","%n",3.0,1e-6,true],"out":["pd"]},
+                  {"op":"aten::binary_cross_entropy","args":["%q","%q","%w",1],"out":["b1"]},
+                  {"op":"aten::binary_cross_entropy_with_logits","args":["%p","%q",null,"%w",2],"out":["b2"]},
+                  {"op":"aten::soft_margin_loss","args":["%p","%t",1],"out":["sm"]},
+                  {"op":"aten::hinge_embedding_loss","args":["%p","%t",1.0,0],"out":["he"]},
+                  {"op":"aten::margin_ranking_loss","args":["%a","%b","%n",0.1,1],"out":["mr"]},
+                  {"op":"aten::cosine_embedding_loss","args":["%a","%b","%s",0.2,0],"out":["ce"]},
+                  {"op":"aten::poisson_nll_loss","args":["%p","%q",true,true,1e-8,1],"out":["pn"]},
+                  {"op":"aten::dist","args":["%p","%t",3],"out":["d"]},
+                  {"op":"aten::kl_div","args":["%p","%t",0],"kwargs":{"log_target":true},"out":["l7"]},
+                  {"op":"aten::broadcast_tensors","args":[["%a","%r"]],"out":["bt"]},
+                  {"op":"aten::l1_loss","args":["%bt[0]","%bt[1]",0],"out":["bl"]}],
+         "outputs":["l1","l2","l3","l4","l5","l6","cs","pd","b1","b2","sm","he","mr","ce","pn","d","l7","bl"]})"},
 };
 
 TEST(KernelWriterTest, NamesEveryUncoveredNodeWithItsReason) {
@@ -413,6 +454,24 @@ TEST(KernelWriterTest, CudaKernelsCallCublasAndNoHostLoops) {
   EXPECT_NE(source.find("cublasSgemmStridedBatched"), std::string::npos);
   EXPECT_NE(source.find("ctx->stream"), std::string::npos);
   EXPECT_EQ(source.find("omp"), std::string::npos);
+}
+
+// A long reduction is not one thread's loop on cuda: x's sum (3 units of 70000) and z's amax and norm (1 of 131072)
+// are split over blocks, whose partials a second kernel combines; the others get a block a unit.
+TEST(KernelWriterTest, CudaLongReductionsUseBlocks) {
+  const auto& task =
+      *std::ranges::find(k_pattern_tasks, std::string("long_reductions"), &std::pair<std::string, std::string>::first);
+  auto written = write_kernel(program_of(task.second), Backend::cuda, 0);
+  ASSERT_TRUE(written.has_value());
+  const std::string& source = written->files.at("kernels/kernel.cu");
+  EXPECT_NE(source.find("__global__ void part0(Bufs B)"), std::string::npos);  // the sum over x's rows
+  EXPECT_NE(source.find("__global__ void part3(Bufs B)"), std::string::npos);  // z's amax
+  EXPECT_EQ(source.find("__global__ void part1(Bufs B)"), std::string::npos);  // var: two passes, a block a unit
+  EXPECT_NE(source.find("block_reduce(q, ra, 0)"), std::string::npos);
+  EXPECT_NE(source.find("B.part0 = scratch"), std::string::npos);
+  auto cpu = write_kernel(program_of(task.second), Backend::cpu, 0);
+  ASSERT_TRUE(cpu.has_value());
+  EXPECT_EQ(cpu->files.at("kernels/kernel.cpp").find("block_reduce"), std::string::npos);
 }
 
 TEST(KernelWriterTest, EveryPatternPassesVerificationOnCpu) {

@@ -86,6 +86,7 @@ const std::map<std::string, OpEntry>& op_table() {
     register_matmul_ops(entries);
     register_window_ops(entries);
     register_gather_ops(entries);
+    register_loss_ops(entries);
     // Other names of covered ops whose arguments have the same names.
     const std::pair<const char*, const char*> aliases[] = {
         {"aten::linalg_matmul", "aten::matmul"},

@@ -5,11 +5,7 @@
 #include "policy/builtin/ops_util.h"
 
 namespace ca::builtin {
-namespace {
 
-using Result = std::expected<void, std::string>;
-
-// Fills {name} placeholders of `expr` with the float literals of the named scalar args.
 std::expected<std::string, std::string> with_scalars(std::string expr, const Json& args,
                                                      const std::vector<std::string>& names) {
   for (const std::string& name : names) {
@@ -19,6 +15,10 @@ std::expected<std::string, std::string> with_scalars(std::string expr, const Jso
   }
   return expr;
 }
+
+namespace {
+
+using Result = std::expected<void, std::string>;
 
 // An op whose tensor args (by schema name) feed `expr` as $0, $1, ... and whose scalar args fill {name}s.
 OpEntry pointwise_op(std::string schema, std::vector<std::string> tensors, std::string expr,

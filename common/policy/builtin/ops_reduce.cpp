@@ -16,9 +16,10 @@ int buffer_val(Lowering& lowering, std::vector<int64_t> shape) {
   return lowering.add(std::move(val));
 }
 
-// The reduction `op` of `self` over `dims` (empty: all dims); binds outputs[0] to the result.
-Result reduce(Lowering& lowering, const Node& node, int self, std::vector<int64_t> dims, bool keepdim,
-              const std::string& op, double p = 2) {
+}  // namespace
+
+std::expected<int, std::string> reduce_val(Lowering& lowering, int self, const std::vector<int64_t>& dims, bool keepdim,
+                                           const std::string& op, double p) {
   const std::vector<int64_t>& shape = lowering.val(self).shape;
   std::set<int> reduced;
   for (int64_t d : dims) {
@@ -55,9 +56,20 @@ Result reduce(Lowering& lowering, const Node& node, int self, std::vector<int64_
   }
   if (step.extent == 0) return std::unexpected("reduction over an empty dim");
   step.out = buffer_val(lowering, out_shape);
-  lowering.bind(node.outputs[0], step.out);
+  const int out = step.out;
   lowering.add_step(std::move(step));
   lowering.note_pattern("reduction");
+  return out;
+}
+
+namespace {
+
+// The reduction `op` of `self` over `dims` (empty: all dims); binds outputs[0] to the result.
+Result reduce(Lowering& lowering, const Node& node, int self, const std::vector<int64_t>& dims, bool keepdim,
+              const std::string& op, double p = 2) {
+  auto out = reduce_val(lowering, self, dims, keepdim, op, p);
+  if (!out) return std::unexpected(out.error());
+  lowering.bind(node.outputs[0], *out);
   return {};
 }
 

@@ -1,4 +1,4 @@
-// Helpers shared by the op handlers (ops_pointwise.cpp, ops_heavy.cpp): argument reading and shape arithmetic.
+// Helpers shared by the op handlers (ops_*.cpp): argument reading and shape arithmetic.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,9 @@ namespace ca::builtin {
 
 /// A number argument (int, float or bool Scalar), or an error naming it.
 std::expected<double, std::string> number(const Json& args, const std::string& name);
+/// `expr` with its {name} placeholders filled by the float literals of the named scalar args.
+std::expected<std::string, std::string> with_scalars(std::string expr, const Json& args,
+                                                     const std::vector<std::string>& names);
 /// An int list argument; a single int is repeated `length` times (int[2] stride = 2 -> [2, 2]).
 std::expected<std::vector<int64_t>, std::string> int_list(const Json& args, const std::string& name, size_t length = 1);
 /// `dim` wrapped into [0, rank), or an error.
@@ -22,6 +25,10 @@ int64_t product(const std::vector<int64_t>& shape, size_t begin, size_t end);
 int permute_view(Lowering& lowering, int src, const std::vector<int>& perm);
 /// A softmax (`op` softmax or log_softmax) of value `self` over its dim `dim` (wrapped), as a step; returns its output.
 int softmax_step(Lowering& lowering, int self, int dim, const std::string& op);
+/// The reduction `op` (a reduce step's op; `p` the norm's order or var's correction) of value `self` over `dims`
+/// (empty: all dims), as a step; returns its output.
+std::expected<int, std::string> reduce_val(Lowering& lowering, int self, const std::vector<int64_t>& dims, bool keepdim,
+                                           const std::string& op, double p = 2);
 /// Fails unless a ScalarType? argument is null or float32 (the writer computes in float32 only).
 std::expected<void, std::string> float32_only(const Json& args, const std::string& name);
 
@@ -32,5 +39,6 @@ void register_norm_ops(std::map<std::string, OpEntry>& table);
 void register_matmul_ops(std::map<std::string, OpEntry>& table);
 void register_window_ops(std::map<std::string, OpEntry>& table);
 void register_gather_ops(std::map<std::string, OpEntry>& table);
+void register_loss_ops(std::map<std::string, OpEntry>& table);
 
 }  // namespace ca::builtin

@@ -467,6 +467,22 @@ void register_view_ops(std::map<std::string, OpEntry>& t) {
                           }};
   }
   // stack: each part given a size-1 dim at `dim` (an alias), then joined along it.
+  // Each tensor read at the shape they broadcast to (a pointwise read of itself, shaped by the others).
+  t["aten::broadcast_tensors"] = {"aten::broadcast_tensors(Tensor[] tensors) -> Tensor[]",
+                                  [](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                                    auto parts = tensor_list(lowering, args.at("tensors"));
+                                    if (!parts) return std::unexpected(parts.error());
+                                    for (size_t i = 0; i < parts->size(); ++i) {
+                                      std::vector<int> operands = *parts;
+                                      std::swap(operands[0], operands[i]);
+                                      auto wide = lowering.pointwise("$0", operands);
+                                      if (!wide) return std::unexpected(wide.error());
+                                      const bool same = lowering.val(*wide).shape == lowering.val((*parts)[i]).shape;
+                                      lowering.bind(node.outputs[0] + "[" + std::to_string(i) + "]",
+                                                    same ? (*parts)[i] : *wide);
+                                    }
+                                    return {};
+                                  }};
   t["aten::stack"] = {"aten::stack(Tensor[] tensors, int dim=0) -> Tensor",
                       [](Lowering& lowering, const Json& args, const Node& node) -> Result {
                         auto parts = tensor_list(lowering, args.at("tensors"));
