@@ -28,6 +28,26 @@ class Emitter {
   }
 
  private:
+  // The element type of a stored value: float, or an integer or bool input's own (read only as an operand).
+  static std::string c_type(const Val& val) {
+    if (val.input < 0) return "float";
+    switch (static_cast<DType>(val.dtype)) {
+      case DType::int64:
+        return "const long long";
+      case DType::int32:
+        return "const int";
+      case DType::int16:
+        return "const short";
+      case DType::int8:
+        return "const signed char";
+      case DType::uint8:
+      case DType::boolean:
+        return "const unsigned char";
+      default:
+        return "float";
+    }
+  }
+
   bool stored(int v) const { return m_plan.vals[v].kind == ValKind::buffer || m_plan.vals[v].needs_buffer; }
   static std::string id(int v) { return std::to_string(v); }
   std::string ptr(int v) const {
@@ -55,7 +75,7 @@ class Emitter {
     m_out << "struct Bufs {\n";
     for (size_t v = 0; v < m_plan.vals.size(); ++v) {
       if (stored(static_cast<int>(v)))
-        m_out << "  float* p" << v << ";  // " << shape_text(m_plan.vals[v].shape) << "\n";
+        m_out << "  " << c_type(m_plan.vals[v]) << "* p" << v << ";  // " << shape_text(m_plan.vals[v].shape) << "\n";
     }
     for (size_t s = 0; s < m_plan.steps.size(); ++s) {
       if (split_of(m_plan.steps[s])) m_out << "  float* part" << s << ";  // a split reduction's partials, as acc_t\n";
@@ -722,7 +742,7 @@ class Emitter {
     for (size_t v = 0; v < m_plan.vals.size(); ++v) {
       const Val& val = m_plan.vals[v];
       if (!stored(static_cast<int>(v))) continue;
-      if (val.input >= 0) body << "  B.p" << v << " = (float*)inputs[" << val.input << "].data;\n";
+      if (val.input >= 0) body << "  B.p" << v << " = (" << c_type(val) << "*)inputs[" << val.input << "].data;\n";
       if (val.output >= 0) body << "  B.p" << v << " = (float*)outputs[" << val.output << "].data;\n";
       if (val.input >= 0 || val.output >= 0) continue;
       scratch_ptrs << "  B.p" << v << " = scratch + " << scratch << "LL;\n";

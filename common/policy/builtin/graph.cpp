@@ -113,9 +113,15 @@ std::expected<Plan, std::vector<Uncovered>> lower_program(const Program& program
       val.dtype = static_cast<int>(spec.dtype);
       int id = lowering.add(std::move(val));
       lowering.bind(spec.name, id);
-      if (spec.dtype != DType::float32) {
-        lowering.forbid(spec.name, "reads " + std::string(dtype_name(spec.dtype)) + " tensor '" + spec.name +
-                                       "': the writer covers float32 only");
+      const std::string reason = "reads " + std::string(dtype_name(spec.dtype)) + " tensor '" + spec.name +
+                                 "': the writer covers float32 only";
+      if (spec.dtype == DType::float32) continue;
+      // Integers and bools are exact in float32 only up to 2^24, but type promotion with a float32 operand rounds
+      // them to float32 as the kernel does, so an arithmetic operand may read them.
+      if (is_floating(spec.dtype)) {
+        lowering.forbid(spec.name, reason);
+      } else {
+        lowering.operand_only(spec.name, reason + " (or as an arithmetic operand beside a float32 one)");
       }
     }
   }

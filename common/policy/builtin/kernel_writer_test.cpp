@@ -343,6 +343,17 @@ const std::vector<std::pair<std::string, std::string>> k_pattern_tasks = {
                   {"op":"aten::linalg_vector_norm","args":["%z",1],"out":["n1"]},
                   {"op":"aten::mean.dim","args":["%y",[0]],"out":["c"]}],
          "outputs":["a","v","l","m","n1","c"]})"},
+    // Integer and bool inputs as arithmetic operands beside a float32 one (KernelBench's L1-93 masked cumsum).
+    {"integer_operands",
+     R"({"inputs":[{"name":"x","dtype":"float32","shape":[8,16]},
+                   {"name":"m","dtype":"bool","shape":[8,16],"init":{"randint":[0,2]}},
+                   {"name":"k","dtype":"int64","shape":[16],"init":{"randint":[-5,5]}},
+                   {"name":"h","dtype":"int32","shape":[8,1],"init":{"randint":[0,3]}}],
+         "nodes":[{"op":"aten::mul.Tensor","args":["%x","%m"],"out":["xm"]},
+                  {"op":"aten::cumsum","args":["%xm",1],"out":["c"]},
+                  {"op":"aten::add.Tensor","args":["%c","%k"],"kwargs":{"alpha":0.5},"out":["ck"]},
+                  {"op":"aten::sub.Tensor","args":["%h","%ck"],"out":["y"]}],
+         "outputs":["y"]})"},
     {"losses_and_distances",
      R"({"inputs":[{"name":"p","dtype":"float32","shape":[16,24]},{"name":"t","dtype":"float32","shape":[16,24]},
                    {"name":"q","dtype":"float32","shape":[16,24],"init":{"uniform":[0.05,0.95]}},
@@ -426,6 +437,21 @@ TEST(KernelWriterTest, EinsumProductIsWrittenInPlace) {
   const std::string& source = written->files.at("kernels/kernel.cu");
   EXPECT_EQ(source.find("cublasSgemm"), std::string::npos);
   EXPECT_EQ(written->patterns, (std::vector<std::string>{"matmul"}));
+}
+
+// An integer or bool input is read only as an arithmetic operand beside a float32 one, where type promotion makes
+// the result float32; alone (or through a view, a reduction, a product) it is refused.
+TEST(KernelWriterTest, IntegerInputsOnlyBesideAFloatOperand) {
+  for (const std::string node :
+       {R"({"op":"aten::mul.Tensor","args":["%m","%m"],"out":["r"]})",
+        R"({"op":"aten::sum","args":["%m"],"out":["r"]})", R"({"op":"aten::neg","args":["%m"],"out":["r"]})",
+        R"({"op":"aten::unsqueeze","args":["%m",0],"out":["r"]})"}) {
+    Program program = program_of(R"({"inputs":[{"name":"m","dtype":"int32","shape":[8],"init":{"randint":[0,4]}}],
+        "nodes":[)" + node + R"(],"outputs":["r"]})");
+    auto written = write_kernel(program, Backend::cpu, 0);
+    ASSERT_FALSE(written.has_value()) << node;
+    EXPECT_NE(written.error()[0].reason.find("int32"), std::string::npos) << written.error()[0].reason;
+  }
 }
 
 TEST(KernelWriterTest, RefusesTensorsThatAreNotFloat32) {

@@ -1,6 +1,7 @@
 // The op table and the Lowering the handlers work through.
 #include "policy/builtin/ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -30,6 +31,12 @@ std::expected<int, std::string> Lowering::tensor(const Json& arg) const {
   return it->second;
 }
 
+std::expected<int, std::string> Lowering::operand(const Json& arg) const {
+  auto ref = parse_ref(arg);
+  if (ref && !ref->index && m_operand_only.contains(ref->name)) return m_names.at(ref->name);
+  return tensor(arg);
+}
+
 std::expected<int, std::string> Lowering::optional_tensor(const Json& arg) const {
   if (arg.is_null()) return -1;
   return tensor(arg);
@@ -54,6 +61,12 @@ void Lowering::note_pattern(const std::string& pattern) {
 }
 
 std::expected<int, std::string> Lowering::pointwise(std::string expr, std::vector<int> args) {
+  auto is_float = [&](int arg) { return m_plan.vals[arg].input < 0 || m_plan.vals[arg].dtype == 0; };
+  if (!args.empty() && std::ranges::none_of(args, is_float)) {
+    const Val& val = m_plan.vals[args[0]];
+    return std::unexpected("reads " + std::string(dtype_name(static_cast<DType>(val.dtype))) + " input " +
+                           std::to_string(val.input) + " with no float32 operand beside it");
+  }
   std::vector<int64_t> shape;
   for (int arg : args) {
     const std::vector<int64_t>& other = m_plan.vals[arg].shape;

@@ -4,6 +4,7 @@
 #include <expected>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ class Lowering {
   std::expected<int, std::string> tensor(const Json& arg) const;
   /// The value of an optional tensor argument, -1 for null.
   std::expected<int, std::string> optional_tensor(const Json& arg) const;
+  /// As tensor(), and also an integer or bool input, which only an arithmetic operand may read (pointwise() then
+  /// wants a float operand beside it, so that the result is float32 as type promotion makes it).
+  std::expected<int, std::string> operand(const Json& arg) const;
   const Val& val(int id) const { return m_plan.vals[id]; }
   int add(Val val);
   void add_step(Step step);
@@ -28,6 +32,11 @@ class Lowering {
   std::expected<int, std::string> pointwise(std::string expr, std::vector<int> args);
   void bind(const std::string& name, int id) { m_names[name] = id; }
   void forbid(const std::string& name, std::string reason) { m_unusable[name] = std::move(reason); }
+  /// `name` (an integer or bool input) is refused as tensor() but readable as operand().
+  void operand_only(const std::string& name, std::string reason) {
+    forbid(name, std::move(reason));
+    m_operand_only.insert(name);
+  }
   void note_pattern(const std::string& pattern);
   int node = -1;
 
@@ -35,6 +44,7 @@ class Lowering {
   Plan& m_plan;
   std::map<std::string, int> m_names;
   std::map<std::string, std::string> m_unusable;
+  std::set<std::string> m_operand_only;
 };
 
 /// Lowers one node whose arguments are bound by name; sets its outputs with Lowering::bind. Errors are the

@@ -26,7 +26,7 @@ OpEntry pointwise_op(std::string schema, std::vector<std::string> tensors, std::
   OpHandler handler = [tensors, expr, scalars](Lowering& lowering, const Json& args, const Node& node) -> Result {
     std::vector<int> ids;
     for (const std::string& name : tensors) {
-      auto id = lowering.tensor(args.at(name));
+      auto id = lowering.operand(args.at(name));
       if (!id) return std::unexpected(id.error());
       ids.push_back(*id);
     }
