@@ -33,24 +33,27 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
 };
 
-// Runs build/bin/ca-verify on one candidate per program (cpu backend) and returns each verify record.
-std::vector<Json> verify_on_cpu(const std::vector<std::pair<std::string, std::string>>& tasks, int variant) {
+// Runs build/bin/ca-verify on one candidate per program and returns each verify record.
+std::vector<Json> verify_written(const std::vector<std::pair<std::string, std::string>>& tasks, int variant,
+                                 Backend backend = Backend::cpu) {
+  const bool cuda = backend == Backend::cuda;
   TempDir dir;
   std::ofstream candidates(dir.path / "candidates.jsonl");
   for (const auto& [name, text] : tasks) {
-    auto written = write_kernel(program_of(text), Backend::cpu, variant);
+    auto written = write_kernel(program_of(text), backend, variant);
     EXPECT_TRUE(written.has_value()) << name << ": " << (written ? "" : written.error()[0].reason);
     if (!written) continue;
     Json task = {{"kind", "task"}, {"id", name}, {"source", "hand"},
                  {"level", 1},     {"seed", 7},  {"program", Json::parse(text)}};
     if (const char* dump = std::getenv("CA_BUILTIN_DUMP"); dump != nullptr) {  // for reading a failing kernel
       for (const auto& [path, source] : written->files)
-        std::ofstream(fs::path(dump) / (name + "." + std::to_string(variant) + ".cpp")) << source;
+        std::ofstream(fs::path(dump) / (name + "." + std::to_string(variant) + (cuda ? ".cu" : ".cpp"))) << source;
     }
     Json files = Json::object();
     for (const auto& [path, source] : written->files) files[path] = source;
-    Json candidate = {{"kind", "candidate"}, {"id", name},       {"task_id", name},
-                      {"task", task},        {"backend", "cpu"}, {"files", files}};
+    Json candidate = {
+        {"kind", "candidate"}, {"id", name}, {"task_id", name}, {"task", task}, {"backend", cuda ? "cuda" : "cpu"},
+        {"files", files}};
     candidates << candidate.dump() << "\n";
   }
   candidates.close();
@@ -502,7 +505,21 @@ TEST(KernelWriterTest, CudaLongReductionsUseBlocks) {
 
 TEST(KernelWriterTest, EveryPatternPassesVerificationOnCpu) {
   for (int variant : {0, 1}) {
-    auto verdicts = verify_on_cpu(k_pattern_tasks, variant);
+    auto verdicts = verify_written(k_pattern_tasks, variant);
+    for (const Json& record : verdicts) {
+      EXPECT_TRUE(record["verify"]["ok"].get<bool>())
+          << "variant " << variant << " " << record["task_id"] << ": " << record["verify"].dump();
+    }
+  }
+}
+
+// The same on the GPU, every variant (tests/gpu/run.sh runs it with CA_TEST_DEVICE=cuda): the cuda kernels of every
+// pattern, cuBLAS and the writer's own GEMM, block and split reductions.
+TEST(KernelWriterTest, EveryPatternPassesVerificationOnCuda) {
+  const char* device = std::getenv("CA_TEST_DEVICE");
+  if (device == nullptr || std::string(device) != "cuda") GTEST_SKIP() << "CA_TEST_DEVICE=cuda runs it (a GPU)";
+  for (int variant = 0; variant < kernel_variant_count(Backend::cuda); ++variant) {
+    auto verdicts = verify_written(k_pattern_tasks, variant, Backend::cuda);
     for (const Json& record : verdicts) {
       EXPECT_TRUE(record["verify"]["ok"].get<bool>())
           << "variant " << variant << " " << record["task_id"] << ": " << record["verify"].dump();
