@@ -59,9 +59,9 @@ std::vector<Json> verify_written(const std::vector<std::pair<std::string, std::s
   candidates.close();
   SubprocessOptions options;
   options.timeout = std::chrono::minutes(20);
-  auto result = run_subprocess(
-      {std::string(CA_BIN_DIR) + "/ca-verify", "-q", "--trials", "2", (dir.path / "candidates.jsonl").string()},
-      options);
+  auto result = run_subprocess({std::string(CA_BIN_DIR) + "/ca-verify", "-q", "--trials", "2", "-j", cuda ? "8" : "1",
+                                (dir.path / "candidates.jsonl").string()},
+                               options);
   EXPECT_TRUE(result.has_value());
   std::vector<Json> verdicts;
   if (!result) return verdicts;
