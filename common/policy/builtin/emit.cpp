@@ -28,9 +28,10 @@ class Emitter {
   }
 
  private:
-  // The element type of a stored value: float, or an integer or bool input's own (read only as an operand).
+  // The element type of a stored value: float, an integer or bool input's own (read only as an operand), or
+  // long long for argmax's indices.
   static std::string c_type(const Val& val) {
-    if (val.input < 0) return "float";
+    if (val.input < 0) return val.dtype == static_cast<int>(DType::int64) ? "long long" : "float";
     switch (static_cast<DType>(val.dtype)) {
       case DType::int64:
         return "const long long";
@@ -274,25 +275,34 @@ class Emitter {
     std::string var, init, update;
     Combine combine;
     std::string after;
+    std::string index;  // argmax/argmin: the accumulator's position, a long long updated with it ("" for none)
   };
   struct Reduction {
     std::vector<Pass> passes;
-    std::string result;  // a float expression of the accumulators
+    std::string result;  // an expression of the accumulators
+    std::string result_type = "float";
   };
 
   static Reduction reduction_of(const Step& step) {
     const std::string& op = step.op;
     const std::string n = std::to_string(step.extent) + "LL";
     auto acc = [](std::string update, Combine combine = sum, std::string init = "0") {
-      return Pass{"acc_t", "s", std::move(init), std::move(update), combine, ""};
+      return Pass{"acc_t", "s", std::move(init), std::move(update), combine, "", ""};
     };
     auto extreme = [](std::string init, std::string update, Combine combine) {
-      return Pass{"float", "m", std::move(init), std::move(update), combine, ""};
+      return Pass{"float", "m", std::move(init), std::move(update), combine, "", ""};
     };
     if (op == "sum") return {{acc("s += x;")}, "(float)s"};
     if (op == "nansum") return {{acc("if (x == x) s += x;")}, "(float)s"};
     if (op == "mean") return {{acc("s += x;")}, "(float)(s / (acc_t)" + n + ")"};
     if (op == "prod") return {{acc("s *= x;", prod, "1")}, "(float)s"};
+    if (op == "argmax" || op == "argmin") {  // the first extreme, NaN counting as one (as ATen's)
+      const std::string cmp = op == "argmax" ? ">" : "<";
+      Pass pass = extreme(op == "argmax" ? "-INFINITY" : "INFINITY",
+                          "if (x " + cmp + " m || (x != x && m == m)) { m = x; i = r; }", max_nan);
+      pass.index = "i";
+      return {{pass}, "i", "long long"};
+    }
     if (op == "amax") return {{extreme("-INFINITY", "if (x > m || x != x) m = x;", max_nan)}, "m"};
     if (op == "amin") return {{extreme("INFINITY", "if (x < m || x != x) m = x;", min_nan)}, "m"};
     if (op == "logsumexp") {
@@ -302,7 +312,7 @@ class Emitter {
     if (op == "var" || op == "std") {
       Pass mean = acc("s += x;");
       mean.after = "  const acc_t mean = s / (acc_t)" + n + ";\n";
-      Pass squares{"acc_t", "q", "0", "const acc_t d = x - mean; q += d * d;", sum, ""};
+      Pass squares{"acc_t", "q", "0", "const acc_t d = x - mean; q += d * d;", sum, "", ""};
       squares.after = "  const double dof = (double)" + n + " - " + std::to_string(step.p) +
                       ";\n  const double var = (double)q / (dof > 0 ? dof : 0);\n";
       return {{mean, squares}, std::string("(float)") + (op == "std" ? "sqrt(var)" : "var")};
@@ -343,6 +353,7 @@ class Emitter {
   // coalesced across units.
   bool block_reduction(const Step& step) const {
     if (!m_cuda || step.kind != StepKind::reduce || step.extent < 256) return false;
+    if (!reduction_of(step).passes[0].index.empty()) return false;  // block_reduce combines values, not positions
     return units_of(step) < 16384 || (step.inner == 1 && !step.general_dims);
   }
 
@@ -363,6 +374,7 @@ class Emitter {
     const bool block = block_reduction(step);
     for (const Pass& pass : reduction.passes) {
       m_out << "  " << pass.type << " " << pass.var << " = " << pass.init << ";\n"
+            << (pass.index.empty() ? "" : "  long long " + pass.index + " = 0;\n")
             << "  for (int64_t r = " << (block ? "threadIdx.x" : "0") << "; r < " << n
             << "; r += " << (block ? "blockDim.x" : "1") << ") { const float x = " << x << "; " << pass.update
             << " }\n";
@@ -372,8 +384,8 @@ class Emitter {
       }
       m_out << pass.after;
     }
-    m_out << (block ? "  if (threadIdx.x == 0) {\n" : "") << "  const float result = " << reduction.result << ";\n  "
-          << store(step, "u", "result") << "\n"
+    m_out << (block ? "  if (threadIdx.x == 0) {\n" : "") << "  const " << reduction.result_type
+          << " result = " << reduction.result << ";\n  " << store(step, "u", "result") << "\n"
           << (block ? "  }\n" : "");
   }
 
@@ -734,7 +746,7 @@ class Emitter {
     for (size_t v = 0; v < m_plan.vals.size(); ++v) {
       const Val& val = m_plan.vals[v];
       if (val.input >= 0) body << check("inputs[" + std::to_string(val.input) + "]", val.shape, val.dtype);
-      if (val.output >= 0) body << check("outputs[" + std::to_string(val.output) + "]", val.shape, 0);
+      if (val.output >= 0) body << check("outputs[" + std::to_string(val.output) + "]", val.shape, val.dtype);
     }
     body << "  Bufs B;\n";
     int64_t scratch = 0;
@@ -743,10 +755,11 @@ class Emitter {
       const Val& val = m_plan.vals[v];
       if (!stored(static_cast<int>(v))) continue;
       if (val.input >= 0) body << "  B.p" << v << " = (" << c_type(val) << "*)inputs[" << val.input << "].data;\n";
-      if (val.output >= 0) body << "  B.p" << v << " = (float*)outputs[" << val.output << "].data;\n";
+      if (val.output >= 0) body << "  B.p" << v << " = (" << c_type(val) << "*)outputs[" << val.output << "].data;\n";
       if (val.input >= 0 || val.output >= 0) continue;
-      scratch_ptrs << "  B.p" << v << " = scratch + " << scratch << "LL;\n";
-      scratch += round_up(std::max<int64_t>(val.numel(), 1), 16);
+      scratch_ptrs << "  B.p" << v << " = (" << c_type(val) << "*)(scratch + " << scratch << "LL);\n";
+      const int64_t floats_each = c_type(val) == "long long" ? 2 : 1;
+      scratch += round_up(std::max<int64_t>(val.numel(), 1) * floats_each, 16);
     }
     for (size_t s = 0; s < m_plan.steps.size(); ++s) {
       const int64_t parts = split_of(m_plan.steps[s]);

@@ -155,7 +155,7 @@ std::expected<Plan, std::vector<Uncovered>> lower_program(const Program& program
   int end_node = static_cast<int>(program.nodes.size());
   for (size_t k = 0; k < program.outputs.size() && uncovered.empty(); ++k) {
     std::string name = program.outputs[k].starts_with('%') ? program.outputs[k].substr(1) : program.outputs[k];
-    auto id = lowering.tensor(Json("%" + name));
+    auto id = lowering.output(Json("%" + name));
     if (!id) {
       uncovered.push_back({-1, "output " + name, id.error()});
       continue;

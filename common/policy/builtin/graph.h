@@ -28,7 +28,7 @@ struct Val {
   std::vector<int64_t> shape;
   ValKind kind = ValKind::buffer;
   int input = -1;   // position among inputs then params
-  int dtype = 0;    // an input's ca_dtype (the IR's DType order); only float32 ones may be read
+  int dtype = 0;    // its ca_dtype (the IR's DType order): an input's, or int64 for argmax's indices; 0 is float32
   int output = -1;  // position among the program's outputs, when this buffer is one
   int node = -1;    // the node that makes it; -1 for inputs and params
   // pointwise: C expression over $0, $1, ... (the args, as float), and per arg the output dim its dim 0 lines up

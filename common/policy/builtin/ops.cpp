@@ -33,8 +33,20 @@ std::expected<int, std::string> Lowering::tensor(const Json& arg) const {
 
 std::expected<int, std::string> Lowering::operand(const Json& arg) const {
   auto ref = parse_ref(arg);
-  if (ref && !ref->index && m_operand_only.contains(ref->name)) return m_names.at(ref->name);
+  if (!ref) return tensor(arg);
+  std::string name = ref->index ? ref->name + "[" + std::to_string(*ref->index) + "]" : ref->name;
+  if (m_operand_only.contains(name)) return m_names.at(name);
   return tensor(arg);
+}
+
+std::expected<int, std::string> Lowering::output(const Json& arg) const {
+  auto id = operand(arg);
+  if (!id) return id;
+  const Val& val = m_plan.vals[*id];
+  if (val.dtype == 0) return id;
+  if (val.input >= 0) return tensor(arg);  // its own refusal
+  if (val.output >= 0 || val.kind != ValKind::buffer) return std::unexpected("an int64 value output twice");
+  return id;
 }
 
 std::expected<int, std::string> Lowering::optional_tensor(const Json& arg) const {
@@ -61,11 +73,11 @@ void Lowering::note_pattern(const std::string& pattern) {
 }
 
 std::expected<int, std::string> Lowering::pointwise(std::string expr, std::vector<int> args) {
-  auto is_float = [&](int arg) { return m_plan.vals[arg].input < 0 || m_plan.vals[arg].dtype == 0; };
+  auto is_float = [&](int arg) { return m_plan.vals[arg].dtype == 0; };
   if (!args.empty() && std::ranges::none_of(args, is_float)) {
     const Val& val = m_plan.vals[args[0]];
-    return std::unexpected("reads " + std::string(dtype_name(static_cast<DType>(val.dtype))) + " input " +
-                           std::to_string(val.input) + " with no float32 operand beside it");
+    return std::unexpected("reads " + std::string(dtype_name(static_cast<DType>(val.dtype))) + " value " +
+                           std::to_string(args[0]) + " with no float32 operand beside it");
   }
   std::vector<int64_t> shape;
   for (int arg : args) {

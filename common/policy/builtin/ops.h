@@ -25,14 +25,19 @@ class Lowering {
   /// As tensor(), and also an integer or bool input, which only an arithmetic operand may read (pointwise() then
   /// wants a float operand beside it, so that the result is float32 as type promotion makes it).
   std::expected<int, std::string> operand(const Json& arg) const;
+  /// The value a program output names: a float32 value, or an int64 one that a step writes (argmax's indices)
+  /// and that no other output is.
+  std::expected<int, std::string> output(const Json& arg) const;
   const Val& val(int id) const { return m_plan.vals[id]; }
+  /// Marks a step's output as int64 (indices): stored as such, read only as an operand or an output.
+  void set_int64(int id) { m_plan.vals[id].dtype = static_cast<int>(DType::int64); }
   int add(Val val);
   void add_step(Step step);
   /// A pointwise value over `args` (right-aligned broadcasting), or an error when the shapes do not broadcast.
   std::expected<int, std::string> pointwise(std::string expr, std::vector<int> args);
   void bind(const std::string& name, int id) { m_names[name] = id; }
   void forbid(const std::string& name, std::string reason) { m_unusable[name] = std::move(reason); }
-  /// `name` (an integer or bool input) is refused as tensor() but readable as operand().
+  /// `name` (an integer or bool input, argmax's indices) is refused as tensor() but readable as operand().
   void operand_only(const std::string& name, std::string reason) {
     forbid(name, std::move(reason));
     m_operand_only.insert(name);

@@ -231,6 +231,73 @@ Result cosine_embedding(Lowering& lowering, const Json& args, const Node& node) 
   return bind_output(lowering, node, reduced(lowering, *loss, args));
 }
 
+// nll_loss and cross_entropy_loss over class indices: self [N, C, d...], target int64 [N, d...]. Each element's
+// loss is -self[n, target] (cross entropy: of log_softmax over the classes, i.e. logsumexp - self[n, target]),
+// times weight[target]; a target equal to ignore_index adds nothing and weighs nothing in the mean.
+Result class_loss(Lowering& lowering, const Json& args, const Node& node, bool log_softmax) {
+  auto self = lowering.tensor(args.at("self"));
+  auto target = lowering.operand(args.at("target"));
+  auto weight = lowering.optional_tensor(args.at("weight"));
+  if (!self || !target || !weight) {
+    return std::unexpected(!self ? self.error() : !target ? target.error() : weight.error());
+  }
+  if (lowering.val(*target).dtype != static_cast<int>(DType::int64))
+    return std::unexpected("targets other than int64 class indices (class probabilities)");
+  if (lowering.val(*target).input < 0) return std::unexpected("class indices computed in the program");
+  if (log_softmax && number(args, "label_smoothing").value_or(1) != 0) return std::unexpected("label smoothing");
+  std::vector<int64_t> shape = lowering.val(*self).shape;
+  if (shape.size() < 2) return std::unexpected("input of rank under 2 (no batch dim)");
+  const int64_t classes = shape[1];
+  shape.erase(shape.begin() + 1);
+  if (lowering.val(*target).shape != shape) return std::unexpected("target of another shape than the input's rows");
+  const Json& ignore_arg = args.at("ignore_index");
+  if (!ignore_arg.is_number_integer()) return std::unexpected("argument 'ignore_index' is not an int literal");
+  const std::string ignore = std::to_string(ignore_arg.get<int64_t>()) + "LL";
+  // The class of element i of the target, 0 where it is ignored, so that no read leaves the tensor.
+  const std::string t = "B.p" + std::to_string(*target) + "[i]";
+  const std::string cls = "(" + t + " == " + ignore + " ? 0LL : " + t + ")";
+  auto gathered = [&](int src, std::vector<std::string> source) {
+    Val val;
+    val.kind = ValKind::indexed;
+    val.shape = shape;
+    val.args = {src};
+    val.source = std::move(source);
+    return lowering.add(std::move(val));
+  };
+  std::vector<std::string> picked_at = {"c0", cls};
+  for (size_t d = 1; d < shape.size(); ++d) picked_at.push_back("c" + std::to_string(d));
+  if (*weight >= 0 && lowering.val(*weight).shape != std::vector<int64_t>{classes})
+    return std::unexpected("weight of another size than the classes");
+  const int picked = gathered(*self, picked_at);
+  const int per_class = *weight >= 0 ? gathered(*weight, {cls}) : -1;
+  // $0 the picked value, $1 the target, then logsumexp and the weight where there are
+  std::vector<int> operands = {picked, *target};
+  std::string value = "(-$0)";
+  if (log_softmax) {
+    auto lse = reduce_val(lowering, *self, {1}, false, "logsumexp");
+    if (!lse) return std::unexpected(lse.error());
+    value = "($" + std::to_string(operands.size()) + " - $0)";
+    operands.push_back(*lse);
+  }
+  std::string w = "1.f";
+  if (per_class >= 0) {
+    w = "$" + std::to_string(operands.size());
+    operands.push_back(per_class);
+  }
+  const std::string ignored = "($1 == (float)" + ignore + ")";
+  auto loss = lowering.pointwise("(" + ignored + " ? 0.f : " + w + " * " + value + ")", operands);
+  if (!loss) return std::unexpected(loss.error());
+  const Json& reduction = args.at("reduction");
+  if (reduction != 1) return bind_output(lowering, node, reduced(lowering, *loss, args));
+  // mean: over the weights of the elements not ignored
+  auto weights = lowering.pointwise("(" + ignored + " ? 0.f : " + w + ")", operands);
+  if (!weights) return std::unexpected(weights.error());
+  auto total = reduce_val(lowering, *loss, {}, false, "sum");
+  auto total_weight = reduce_val(lowering, *weights, {}, false, "sum");
+  if (!total || !total_weight) return std::unexpected(!total ? total.error() : total_weight.error());
+  return bind_output(lowering, node, lowering.pointwise("($0 / $1)", {*total, *total_weight}));
+}
+
 Result dist(Lowering& lowering, const Json& args, const Node& node) {
   auto ids = tensors(lowering, args, {"self", "other"});
   auto p = number(args, "p");
@@ -291,6 +358,17 @@ void register_loss_ops(std::map<std::string, OpEntry>& t) {
       "Tensor",
       cosine_embedding};
   t["aten::dist"] = {"aten::dist(Tensor self, Tensor other, Scalar p=2) -> Tensor", dist};
+  t["aten::cross_entropy_loss"] = {
+      "aten::cross_entropy_loss(Tensor self, Tensor target, Tensor? weight=None, int "
+      "reduction=1, SymInt ignore_index=-100, float label_smoothing=0.) -> Tensor",
+      [](Lowering& lowering, const Json& args, const Node& node) { return class_loss(lowering, args, node, true); }};
+  for (const char* name : {"nll_loss", "nll_loss_nd", "nll_loss2d"}) {
+    t[std::string("aten::") + name] = {
+        std::string("aten::") + name +
+            "(Tensor self, Tensor target, Tensor? weight=None, int reduction=1, SymInt "
+            "ignore_index=-100) -> Tensor",
+        [](Lowering& lowering, const Json& args, const Node& node) { return class_loss(lowering, args, node, false); }};
+  }
 }
 
 }  // namespace ca::builtin

@@ -94,19 +94,41 @@ OpEntry reduction_op(std::string schema, const std::string& op, std::string dim_
   return {std::move(schema), std::move(handler)};
 }
 
-// max.dim / min.dim: the values; the int64 indices are refused where they are read.
+// The int64 index of the first largest (`op` argmax) or smallest (argmin) element over `dims`, NaN counting as the
+// extreme, bound to `name`: an output, or an operand beside a float32 one.
+Result bind_indices(Lowering& lowering, const std::string& name, int self, const std::vector<int64_t>& dims,
+                    bool keepdim, const std::string& op) {
+  auto indices = reduce_val(lowering, self, dims, keepdim, op);
+  if (!indices) return std::unexpected(indices.error());
+  lowering.set_int64(*indices);
+  lowering.bind(name, *indices);
+  lowering.operand_only(name, "reads the int64 indices of " + op + " other than as an output or an operand");
+  return {};
+}
+
+// max.dim / min.dim: the values and the indices (argmax/argmin along the dim).
 OpEntry max_min_dim(const std::string& name) {
   return {"aten::" + name + ".dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)",
           [name](Lowering& lowering, const Json& args, const Node& node) -> Result {
             auto self = lowering.tensor(args.at("self"));
             if (!self) return std::unexpected(self.error());
-            auto result = reduce(lowering, node, *self, {args.at("dim").get<int64_t>()}, args.at("keepdim").get<bool>(),
-                                 name == "max" ? "amax" : "amin");
-            if (result && node.outputs.size() > 1) {
-              lowering.forbid(node.outputs[1],
-                              "reads the int64 indices of aten::" + name + ".dim: the writer covers float32 only");
-            }
-            return result;
+            const std::vector<int64_t> dims = {args.at("dim").get<int64_t>()};
+            const bool keepdim = args.at("keepdim").get<bool>();
+            auto result = reduce(lowering, node, *self, dims, keepdim, name == "max" ? "amax" : "amin");
+            if (!result || node.outputs.size() < 2) return result;
+            return bind_indices(lowering, node.outputs[1], *self, dims, keepdim, name == "max" ? "argmax" : "argmin");
+          }};
+}
+
+// argmax / argmin over one dim, or over the whole tensor flattened (dim None).
+OpEntry arg_extreme(const std::string& op) {
+  return {"aten::" + op + "(Tensor self, int? dim=None, bool keepdim=False) -> Tensor",
+          [op](Lowering& lowering, const Json& args, const Node& node) -> Result {
+            auto self = lowering.tensor(args.at("self"));
+            if (!self) return std::unexpected(self.error());
+            std::vector<int64_t> dims;
+            if (!args.at("dim").is_null()) dims = {args.at("dim").get<int64_t>()};
+            return bind_indices(lowering, node.outputs[0], *self, dims, args.at("keepdim").get<bool>(), op);
           }};
 }
 
@@ -266,6 +288,8 @@ void register_reduction_ops(std::map<std::string, OpEntry>& t) {
       reduction_op("aten::amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor", "amin", "dim", "keepdim");
   t["aten::max"] = reduction_op("aten::max(Tensor self) -> Tensor", "amax", "", "");
   t["aten::min"] = reduction_op("aten::min(Tensor self) -> Tensor", "amin", "", "");
+  t["aten::argmax"] = arg_extreme("argmax");
+  t["aten::argmin"] = arg_extreme("argmin");
   t["aten::max.dim"] = max_min_dim("max");
   t["aten::min.dim"] = max_min_dim("min");
   t["aten::logsumexp"] = reduction_op("aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor",
