@@ -348,41 +348,50 @@ class Emitter {
     return "";
   }
 
-  // cuda: a reduction whose rows are long gets a block of threads per unit (the threads read along the row and
-  // combine through shared memory), unless its units are many and its rows strided, where a thread per unit reads
-  // coalesced across units.
+  // cuda: a reduction, softmax or norm whose rows are long gets a block of threads per unit (the threads read
+  // along the row and combine through shared memory), unless its units are many and its rows strided, where a
+  // thread per unit reads coalesced across units. A norm's rows are contiguous, or (batch norm's statistics) few.
   bool block_reduction(const Step& step) const {
-    if (!m_cuda || step.kind != StepKind::reduce || step.extent < 256) return false;
-    if (!reduction_of(step).passes[0].index.empty()) return false;  // block_reduce combines values, not positions
+    if (!m_cuda || step.extent < 256) return false;
+    if (step.kind == StepKind::norm) return true;
+    if (step.kind != StepKind::reduce && step.kind != StepKind::softmax) return false;
+    if (step.kind == StepKind::reduce && !reduction_of(step).passes[0].index.empty())
+      return false;  // block_reduce combines values, not positions
     return units_of(step) < 16384 || (step.inner == 1 && !step.general_dims);
+  }
+
+  // The loop over a unit's elements r: all of them (a thread a unit), or every blockDim.x-th from the thread's own.
+  std::string row_loop(const Step& step) const {
+    const std::string n = std::to_string(step.extent) + "LL";
+    return block_reduction(step) ? "  for (int64_t r = threadIdx.x; r < " + n + "; r += blockDim.x) "
+                                 : "  for (int64_t r = 0; r < " + n + "; ++r) ";
+  }
+
+  // After a row's partial accumulation: the block's combined value in every thread (nothing for a thread a unit).
+  std::string combined(const Step& step, const std::string& var, bool is_float, Combine combine) const {
+    if (!block_reduction(step)) return "";
+    return "  " + var + " = block_reduce(" + var + ", " + (is_float ? "rf" : "ra") + ", " + std::to_string(combine) +
+           ");\n";
   }
 
   // cuda: a one-pass reduction of few, very long units is split over several blocks a unit, whose partial
   // accumulators a second kernel combines (one block a unit would leave most of the GPU idle). 0: not split.
   int64_t split_of(const Step& step) const {
-    if (!block_reduction(step) || reduction_of(step).passes.size() != 1) return 0;
+    if (step.kind != StepKind::reduce || !block_reduction(step) || reduction_of(step).passes.size() != 1) return 0;
     const int64_t units = units_of(step);
     if (units >= 1024 || step.extent < (int64_t{1} << 16)) return 0;
     return std::clamp<int64_t>(step.extent / 32768, 2, std::max<int64_t>(2, 2048 / units));
   }
 
   void reduce_unit(const Step& step, int s) {
-    const std::string index = reduce_index(step, s);
-    const std::string n = std::to_string(step.extent) + "LL";
-    const std::string x = load(step.in, index);
+    const std::string x = load(step.in, reduce_index(step, s));
     const Reduction reduction = reduction_of(step);
     const bool block = block_reduction(step);
     for (const Pass& pass : reduction.passes) {
       m_out << "  " << pass.type << " " << pass.var << " = " << pass.init << ";\n"
-            << (pass.index.empty() ? "" : "  long long " + pass.index + " = 0;\n")
-            << "  for (int64_t r = " << (block ? "threadIdx.x" : "0") << "; r < " << n
-            << "; r += " << (block ? "blockDim.x" : "1") << ") { const float x = " << x << "; " << pass.update
-            << " }\n";
-      if (block) {
-        m_out << "  " << pass.var << " = block_reduce(" << pass.var << ", " << (pass.type == "float" ? "rf" : "ra")
-              << ", " << pass.combine << ");\n";
-      }
-      m_out << pass.after;
+            << (pass.index.empty() ? "" : "  long long " + pass.index + " = 0;\n") << row_loop(step)
+            << "{ const float x = " << x << "; " << pass.update << " }\n"
+            << combined(step, pass.var, pass.type == "float", pass.combine) << pass.after;
     }
     m_out << (block ? "  if (threadIdx.x == 0) {\n" : "") << "  const " << reduction.result_type
           << " result = " << reduction.result << ";\n  " << store(step, "u", "result") << "\n"
@@ -427,14 +436,16 @@ class Emitter {
     std::string index = strided_index(step.extent, step.inner, "u", "r");
     std::string n = std::to_string(step.extent) + "LL";
     std::string x = load(step.in, index);
-    m_out << "  float m = -INFINITY;\n  for (int64_t r = 0; r < " << n << "; ++r) { const float x = " << x
-          << "; if (x > m) m = x; }\n  acc_t s = 0;\n  for (int64_t r = 0; r < " << n << "; ++r) s += expf(" << x
-          << " - m);\n";
+    const std::string loop = row_loop(step);
+    m_out << "  float m = -INFINITY;\n"
+          << loop << "{ const float x = " << x << "; if (x > m) m = x; }\n"
+          << combined(step, "m", true, max) << "  acc_t s = 0;\n"
+          << loop << "s += expf(" << x << " - m);\n"
+          << combined(step, "s", false, sum);
     std::string value = step.op == "softmax" ? "expf(" + x + " - m) * inv" : "(" + x + " - m) - lse";
     m_out << "  const float inv = (float)(1.0 / (double)s);\n  const float lse = (float)log((double)s);\n  (void)inv; "
              "(void)lse;\n"
-          << "  for (int64_t r = 0; r < " << n << "; ++r) { const int64_t idx = " << index << "; "
-          << store(step, "idx", value) << " }\n";
+          << loop << "{ const int64_t idx = " << index << "; " << store(step, "idx", value) << " }\n";
   }
 
   // Norms: statistics over the unit's elements, then (x - mean) * rstd * weight + bias per element.
@@ -454,17 +465,20 @@ class Emitter {
       channel = "u";
     }
     std::string x = load(step.in, "(" + index + ")");
-    std::string loop = "  for (int64_t r = 0; r < " + n + "; ++r) ";
+    const std::string loop = row_loop(step);
     if (step.op == "rms") {
       m_out << "  acc_t q = 0;\n"
             << loop << "{ const float x = " << x << "; q += (acc_t)x * x; }\n"
+            << combined(step, "q", false, sum)
             << "  const float mean = 0.f;\n  const float rstd = (float)(1.0 / sqrt((double)q / " << n << " + "
             << float_literal(step.eps) << "));\n";
     }
     if (step.op != "rms") {
       m_out << "  acc_t s = 0;\n"
-            << loop << "s += " << x << ";\n  const acc_t mean_acc = s / (acc_t)" << n << ";\n  acc_t q = 0;\n"
+            << loop << "s += " << x << ";\n"
+            << combined(step, "s", false, sum) << "  const acc_t mean_acc = s / (acc_t)" << n << ";\n  acc_t q = 0;\n"
             << loop << "{ const acc_t d = " << x << " - mean_acc; q += d * d; }\n"
+            << combined(step, "q", false, sum)
             << "  const float mean = (float)mean_acc;\n  const float rstd = (float)(1.0 / sqrt((double)q / " << n
             << " + " << float_literal(step.eps) << "));\n";
     }

@@ -334,8 +334,8 @@ const std::vector<std::pair<std::string, std::string>> k_pattern_tasks = {
                   {"op":"aten::einsum","args":["bij,bjk->kbi",["%p","%q"]],"out":["e6"]},
                   {"op":"aten::relu","args":["%e6"],"out":["y"]}],
          "outputs":["e1","e2","e3","e4","e5","y"]})"},
-    // Long rows: on cuda a block per unit (y, var, mean over dim 0) or a split over blocks (x's sum, z's amax and
-    // norm); on cpu the same loops as any reduction.
+    // Long rows: on cuda a block per unit (y's reductions, softmax and norms, var, mean over dim 0) or a split over
+    // blocks (x's sum, z's amax and norm); on cpu the same loops as any reduction.
     {"long_reductions",
      R"({"inputs":[{"name":"x","dtype":"float32","shape":[3,70000]},{"name":"y","dtype":"float32","shape":[300,400]},
                    {"name":"z","dtype":"float32","shape":[131072]}],
@@ -344,8 +344,11 @@ const std::vector<std::pair<std::string, std::string>> k_pattern_tasks = {
                   {"op":"aten::logsumexp","args":["%y",[1]],"out":["l"]},
                   {"op":"aten::amax","args":["%z",[]],"out":["m"]},
                   {"op":"aten::linalg_vector_norm","args":["%z",1],"out":["n1"]},
-                  {"op":"aten::mean.dim","args":["%y",[0]],"out":["c"]}],
-         "outputs":["a","v","l","m","n1","c"]})"},
+                  {"op":"aten::mean.dim","args":["%y",[0]],"out":["c"]},
+                  {"op":"aten::softmax.int","args":["%y",1],"out":["sm"]},
+                  {"op":"aten::layer_norm","args":["%y",[400],null,null,1e-5],"out":["ln"]},
+                  {"op":"aten::rms_norm","args":["%sm",[400],null,null],"out":["rn"]}],
+         "outputs":["a","v","l","m","n1","c","ln","rn"]})"},
     // Integer and bool inputs as arithmetic operands beside a float32 one (KernelBench's L1-93 masked cumsum).
     {"integer_operands",
      R"({"inputs":[{"name":"x","dtype":"float32","shape":[8,16]},
@@ -520,6 +523,8 @@ TEST(KernelWriterTest, CudaLongReductionsUseBlocks) {
   EXPECT_NE(source.find("__global__ void part3(Bufs B)"), std::string::npos);  // z's amax
   EXPECT_EQ(source.find("__global__ void part1(Bufs B)"), std::string::npos);  // var: two passes, a block a unit
   EXPECT_NE(source.find("block_reduce(q, ra, 0)"), std::string::npos);
+  EXPECT_NE(source.find("m = block_reduce(m, rf, 4)"), std::string::npos);  // softmax's row max
+  EXPECT_NE(source.find("s = block_reduce(s, ra, 0)"), std::string::npos);  // its sum, and layer norm's
   EXPECT_NE(source.find("B.part0 = scratch"), std::string::npos);
   auto cpu = write_kernel(program_of(task.second), Backend::cpu, 0);
   ASSERT_TRUE(cpu.has_value());
