@@ -578,10 +578,17 @@ class Emitter {
   // One line of a scan: the running sum or product along the middle dim, stored at every element.
   void scan_unit(const Step& step) {
     std::string index = strided_index(step.extent, step.inner, "u", "r");
-    bool sum = step.op == "cumsum";
-    m_out << "  acc_t s = " << (sum ? "0" : "1") << ";\n  for (int64_t r = 0; r < " << step.extent
-          << "LL; ++r) {\n    const int64_t idx = " << index << ";\n    s " << (sum ? "+=" : "*=") << " "
-          << load(step.in, "idx") << ";\n    " << store(step, "idx", "(float)s") << "\n  }\n";
+    // logcumsumexp: s = log(exp(s) + exp(x)) as hi + log1p(exp(lo - hi)); equal infinities stay, NaN spreads
+    const std::string update =
+        step.op == "cumsum"    ? "s += x;"
+        : step.op == "cumprod" ? "s *= x;"
+                               : "if (x != x || s != s) s = NAN; else { const acc_t hi = s > x ? s : x, lo = s > x ? "
+                                 "x : s; s = (lo == -INFINITY || (lo == hi && isinf(hi))) ? hi : hi + log1p(exp(lo - "
+                                 "hi)); }";
+    const std::string init = step.op == "cumsum" ? "0" : step.op == "cumprod" ? "1" : "-INFINITY";
+    m_out << "  acc_t s = " << init << ";\n  for (int64_t r = 0; r < " << step.extent
+          << "LL; ++r) {\n    const int64_t idx = " << index << ";\n    const acc_t x = " << load(step.in, "idx")
+          << ";\n    " << update << "\n    " << store(step, "idx", "(float)s") << "\n  }\n";
   }
 
   void cpu_gemm(const Step& step, int s) {

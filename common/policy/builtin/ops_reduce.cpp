@@ -366,29 +366,34 @@ void register_reduction_ops(std::map<std::string, OpEntry>& t) {
         lowering.bind(node.outputs[0], *out);
         return {};
       }};
-  for (const std::string op : {"cumsum", "cumprod"}) {
-    t["aten::" + op] = {"aten::" + op + "(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor",
-                        [op](Lowering& lowering, const Json& args, const Node& node) -> Result {
-                          if (auto ok = float32_only(args, "dtype"); !ok) return ok;
-                          auto self = lowering.tensor(args.at("self"));
-                          if (!self) return std::unexpected(self.error());
-                          const std::vector<int64_t>& shape = lowering.val(*self).shape;
-                          auto dim = wrap_dim(args.at("dim").get<int64_t>(), shape.size());
-                          if (!dim) return std::unexpected(dim.error());
-                          Step step;
-                          step.kind = StepKind::scan;
-                          step.op = op;
-                          step.in = *self;
-                          step.outer = product(shape, 0, *dim);
-                          step.extent = shape.empty() ? 1 : shape[*dim];
-                          step.inner = product(shape, *dim + 1, shape.size());
-                          step.out = buffer_val(lowering, shape);
-                          lowering.bind(node.outputs[0], step.out);
-                          lowering.add_step(std::move(step));
-                          lowering.note_pattern("scan");
-                          return {};
-                        }};
-  }
+  // Scans along a dim: cumsum, cumprod, and logcumsumexp (a running log-sum-exp).
+  auto scan = [](const std::string& op, bool has_dtype) -> OpHandler {
+    return [op, has_dtype](Lowering& lowering, const Json& args, const Node& node) -> Result {
+      if (has_dtype) {
+        if (auto ok = float32_only(args, "dtype"); !ok) return ok;
+      }
+      auto self = lowering.tensor(args.at("self"));
+      if (!self) return std::unexpected(self.error());
+      const std::vector<int64_t>& shape = lowering.val(*self).shape;
+      auto dim = wrap_dim(args.at("dim").get<int64_t>(), shape.size());
+      if (!dim) return std::unexpected(dim.error());
+      Step step;
+      step.kind = StepKind::scan;
+      step.op = op;
+      step.in = *self;
+      step.outer = product(shape, 0, *dim);
+      step.extent = shape.empty() ? 1 : shape[*dim];
+      step.inner = product(shape, *dim + 1, shape.size());
+      step.out = buffer_val(lowering, shape);
+      lowering.bind(node.outputs[0], step.out);
+      lowering.add_step(std::move(step));
+      lowering.note_pattern("scan");
+      return {};
+    };
+  };
+  for (const std::string op : {"cumsum", "cumprod"})
+    t["aten::" + op] = {"aten::" + op + "(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", scan(op, true)};
+  t["aten::logcumsumexp"] = {"aten::logcumsumexp(Tensor self, int dim) -> Tensor", scan("logcumsumexp", false)};
   t["aten::softmax.int"] = softmax_op("softmax");
   t["aten::log_softmax.int"] = softmax_op("log_softmax");
 }

@@ -197,9 +197,60 @@ OpHandler adaptive_avg(size_t dims) {
   };
 }
 
+// The convolution ops that name their input `self` and take no groups (thnn_conv2d, slow_conv3d and the dilated
+// ones): conv*d's arguments, after a check that kernel_size is the weight's.
+OpHandler slow_convolution(size_t dims) {
+  return [dims](Lowering& lowering, const Json& args, const Node& node) -> Result {
+    Json conv = {{"input", args.at("self")},
+                 {"weight", args.at("weight")},
+                 {"bias", args.at("bias")},
+                 {"stride", args.at("stride")},
+                 {"padding", args.at("padding")},
+                 {"dilation", args.contains("dilation") ? args.at("dilation") : Json(std::vector<int64_t>(dims, 1))},
+                 {"groups", 1}};
+    auto w = lowering.tensor(args.at("weight"));
+    auto kernel = spatial_list(args, "kernel_size", dims);
+    if (!w || !kernel) return std::unexpected(!w ? w.error() : kernel.error());
+    const std::vector<int64_t>& ws = lowering.val(*w).shape;
+    if (ws.size() != dims + 2 || !std::equal(kernel->begin(), kernel->end(), ws.begin() + 2))
+      return std::unexpected("kernel_size other than the weight's");
+    return convolution(dims, false)(lowering, conv, node);
+  };
+}
+
+// aten::convolution: conv*d or conv_transpose*d by the weight's rank and `transposed`.
+Result any_convolution(Lowering& lowering, const Json& args, const Node& node) {
+  auto w = lowering.tensor(args.at("weight"));
+  if (!w) return std::unexpected(w.error());
+  const size_t rank = lowering.val(*w).shape.size();
+  if (rank < 3 || rank > 5) return std::unexpected("a convolution of other than 1 to 3 spatial dims");
+  return convolution(rank - 2, args.at("transposed").get<bool>())(lowering, args, node);
+}
+
 }  // namespace
 
 void register_window_ops(std::map<std::string, OpEntry>& t) {
+  t["aten::convolution"] = {
+      "aten::convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] "
+      "padding, SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> "
+      "Tensor",
+      any_convolution};
+  t["aten::thnn_conv2d"] = {
+      "aten::thnn_conv2d(Tensor self, Tensor weight, SymInt[2] kernel_size, Tensor? bias=None, "
+      "SymInt[2] stride=[1, 1], SymInt[2] padding=[0, 0]) -> Tensor",
+      slow_convolution(2)};
+  t["aten::slow_conv3d"] = {
+      "aten::slow_conv3d(Tensor self, Tensor weight, SymInt[3] kernel_size, Tensor? bias=None, "
+      "SymInt[3] stride=[1, 1, 1], SymInt[3] padding=[0, 0, 0]) -> Tensor",
+      slow_convolution(3)};
+  t["aten::slow_conv_dilated2d"] = {
+      "aten::slow_conv_dilated2d(Tensor self, Tensor weight, SymInt[2] kernel_size, Tensor? bias=None, SymInt[2] "
+      "stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] dilation=[1, 1]) -> Tensor",
+      slow_convolution(2)};
+  t["aten::slow_conv_dilated3d"] = {
+      "aten::slow_conv_dilated3d(Tensor self, Tensor weight, SymInt[3] kernel_size, Tensor? bias=None, SymInt[3] "
+      "stride=[1, 1, 1], SymInt[3] padding=[0, 0, 0], SymInt[3] dilation=[1, 1, 1]) -> Tensor",
+      slow_convolution(3)};
   for (size_t dims = 1; dims <= 3; ++dims) {
     std::string n = std::to_string(dims);
     t["aten::conv" + n + "d"] = {"aten::conv" + n + "d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[" + n +
