@@ -82,6 +82,9 @@ class Emitter {
       if (split_of(m_plan.steps[s])) m_out << "  float* part" << s << ";  // a split reduction's partials, as acc_t\n";
     }
     m_out << "};\n\n";
+    std::string expressions;
+    for (const Val& val : m_plan.vals) expressions += val.expr;
+    m_out << special_functions(expressions);
     if (m_cuda) {
       // The combine kinds are Emitter::Combine's.
       m_out << "template <typename T>\n__device__ T block_reduce(T v, T* red, int kind) {\n"

@@ -22,4 +22,8 @@ std::string replace_all(std::string text, const std::string& from, const std::st
 int64_t round_up(int64_t value, int64_t multiple);
 int64_t product_of(const std::vector<int64_t>& shape);
 
+/// The definitions (CA_FN functions) of the special functions that pointwise expressions call by name (ca_i0,
+/// ca_i0e, ca_i1, ca_i1e, ca_digamma), for those that `used` mentions.
+std::string special_functions(const std::string& used);
+
 }  // namespace ca::builtin

@@ -397,6 +397,18 @@ const std::vector<std::pair<std::string, std::string>> k_pattern_tasks = {
                   {"op":"aten::logcumsumexp","args":["%s",1],"out":["l"]},
                   {"op":"aten::logcumsumexp","args":["%s",0],"out":["l0"]}],
          "outputs":["t","d","c3","g","gt","l","l0"]})"},
+    // Special functions the kernel defines where used: Bessel I0/I1 (both branches, scaled or not), digamma (the
+    // reflection below 0, the recurrence, the series), lgamma.
+    {"special_functions",
+     R"({"inputs":[{"name":"x","dtype":"float32","shape":[4,96]}],
+         "nodes":[{"op":"aten::mul.Scalar","args":["%x",6.0],"out":["s"]},
+                  {"op":"aten::i0","args":["%s"],"out":["a"]},
+                  {"op":"aten::special_i0e","args":["%s"],"out":["b"]},
+                  {"op":"aten::special_i1","args":["%s"],"out":["c"]},
+                  {"op":"aten::special_i1e","args":["%s"],"out":["d"]},
+                  {"op":"aten::digamma","args":["%s"],"out":["e"]},
+                  {"op":"aten::lgamma","args":["%s"],"out":["f"]}],
+         "outputs":["a","b","c","d","e","f"]})"},
     {"losses_and_distances",
      R"({"inputs":[{"name":"p","dtype":"float32","shape":[16,24]},{"name":"t","dtype":"float32","shape":[16,24]},
                    {"name":"q","dtype":"float32","shape":[16,24],"init":{"uniform":[0.05,0.95]}},

@@ -169,6 +169,13 @@ void register_pointwise_ops(std::map<std::string, OpEntry>& t) {
       {"deg2rad", "($0 * 0.017453292519943295f)"},
       {"rad2deg", "($0 * 57.29577951308232f)"},
       {"sinc", "($0 == 0.f ? 1.f : sinf(3.14159265358979f * $0) / (3.14159265358979f * $0))"},
+      {"lgamma", "lgammaf($0)"},
+      // special functions the kernel defines where used (emit_util.h: special_functions)
+      {"i0", "ca_i0($0)"},
+      {"special_i0e", "ca_i0e($0)"},
+      {"special_i1", "ca_i1($0)"},
+      {"special_i1e", "ca_i1e($0)"},
+      {"digamma", "ca_digamma($0)"},
   };
   for (const auto& [name, expr] : unaries) t["aten::" + std::string(name)] = unary(name, expr);
 
