@@ -383,10 +383,11 @@ const std::vector<std::pair<std::string, std::string>> k_pattern_tasks = {
                   {"op":"aten::log_softmax.int","args":["%x",1],"out":["ls"]},
                   {"op":"aten::nll_loss","args":["%ls","%t"],"out":["nl"]}],
          "outputs":["ce","cw","cm","cz","nl"]})"},
-    // The convolution ops ATen's decompositions name (thnn, slow, dilated, the generic one), and logcumsumexp.
+    // The convolution ops ATen's decompositions name (thnn, slow, dilated, the generic one), logcumsumexp, and
+    // cumulative_trapezoid (x 1-d along a dim, x of y's shape, a scalar dx).
     {"other_convolutions_and_logcumsumexp",
      R"({"inputs":[{"name":"x","dtype":"float32","shape":[2,3,9,8]},{"name":"v","dtype":"float32","shape":[2,2,5,6,4]},
-                   {"name":"s","dtype":"float32","shape":[4,37]}],
+                   {"name":"s","dtype":"float32","shape":[4,37]},{"name":"p","dtype":"float32","shape":[9]}],
          "params":[{"name":"w","dtype":"float32","shape":[4,3,3,2]},{"name":"b","dtype":"float32","shape":[4]},
                    {"name":"w3","dtype":"float32","shape":[3,2,2,3,2]},{"name":"wt","dtype":"float32","shape":[3,2,2,2]}],
          "nodes":[{"op":"aten::thnn_conv2d","args":["%x","%w",[3,2],"%b",[2,1],[1,0]],"out":["t"]},
@@ -395,8 +396,11 @@ const std::vector<std::pair<std::string, std::string>> k_pattern_tasks = {
                   {"op":"aten::convolution","args":["%x","%w","%b",[1,2],[0,1],[1,1],false,[0,0],1],"out":["g"]},
                   {"op":"aten::convolution","args":["%x","%wt",null,[2,2],[1,0],[1,1],true,[1,0],1],"out":["gt"]},
                   {"op":"aten::logcumsumexp","args":["%s",1],"out":["l"]},
-                  {"op":"aten::logcumsumexp","args":["%s",0],"out":["l0"]}],
-         "outputs":["t","d","c3","g","gt","l","l0"]})"},
+                  {"op":"aten::logcumsumexp","args":["%s",0],"out":["l0"]},
+                  {"op":"aten::cumulative_trapezoid.x","args":["%x","%p"],"kwargs":{"dim":2},"out":["tx"]},
+                  {"op":"aten::cumulative_trapezoid.x","args":["%s","%s"],"out":["ts"]},
+                  {"op":"aten::cumulative_trapezoid.dx","args":["%v"],"kwargs":{"dx":0.5,"dim":0},"out":["td"]}],
+         "outputs":["t","d","c3","g","gt","l","l0","tx","ts","td"]})"},
     // Special functions the kernel defines where used: Bessel I0/I1 (both branches, scaled or not), digamma (the
     // reflection below 0, the recurrence, the series), lgamma.
     {"special_functions",

@@ -62,6 +62,24 @@ std::expected<int, std::string> reduce_val(Lowering& lowering, int self, const s
   return out;
 }
 
+std::expected<int, std::string> scan_val(Lowering& lowering, int self, int64_t dim, const std::string& op) {
+  const std::vector<int64_t>& shape = lowering.val(self).shape;
+  auto wrapped = wrap_dim(dim, shape.size());
+  if (!wrapped) return std::unexpected(wrapped.error());
+  Step step;
+  step.kind = StepKind::scan;
+  step.op = op;
+  step.in = self;
+  step.outer = product(shape, 0, *wrapped);
+  step.extent = shape.empty() ? 1 : shape[*wrapped];
+  step.inner = product(shape, *wrapped + 1, shape.size());
+  step.out = buffer_val(lowering, shape);
+  const int out = step.out;
+  lowering.add_step(std::move(step));
+  lowering.note_pattern("scan");
+  return out;
+}
+
 namespace {
 
 // The reduction `op` of `self` over `dims` (empty: all dims); binds outputs[0] to the result.
@@ -374,20 +392,9 @@ void register_reduction_ops(std::map<std::string, OpEntry>& t) {
       }
       auto self = lowering.tensor(args.at("self"));
       if (!self) return std::unexpected(self.error());
-      const std::vector<int64_t>& shape = lowering.val(*self).shape;
-      auto dim = wrap_dim(args.at("dim").get<int64_t>(), shape.size());
-      if (!dim) return std::unexpected(dim.error());
-      Step step;
-      step.kind = StepKind::scan;
-      step.op = op;
-      step.in = *self;
-      step.outer = product(shape, 0, *dim);
-      step.extent = shape.empty() ? 1 : shape[*dim];
-      step.inner = product(shape, *dim + 1, shape.size());
-      step.out = buffer_val(lowering, shape);
-      lowering.bind(node.outputs[0], step.out);
-      lowering.add_step(std::move(step));
-      lowering.note_pattern("scan");
+      auto out = scan_val(lowering, *self, args.at("dim").get<int64_t>(), op);
+      if (!out) return std::unexpected(out.error());
+      lowering.bind(node.outputs[0], *out);
       return {};
     };
   };

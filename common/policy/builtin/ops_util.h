@@ -29,6 +29,8 @@ int softmax_step(Lowering& lowering, int self, int dim, const std::string& op);
 /// (empty: all dims), as a step; returns its output.
 std::expected<int, std::string> reduce_val(Lowering& lowering, int self, const std::vector<int64_t>& dims, bool keepdim,
                                            const std::string& op, double p = 2);
+/// The scan `op` (cumsum, cumprod, logcumsumexp) of value `self` along `dim`, as a step; returns its output.
+std::expected<int, std::string> scan_val(Lowering& lowering, int self, int64_t dim, const std::string& op);
 /// Fails unless a ScalarType? argument is null or float32 (the writer computes in float32 only).
 std::expected<void, std::string> float32_only(const Json& args, const std::string& name);
 

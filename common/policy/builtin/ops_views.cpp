@@ -80,6 +80,63 @@ Val identity_view(const std::vector<int64_t>& shape) {
   return view;
 }
 
+// Elements [start, start + size) of `src` along `dim`, a view.
+int slice_of(Lowering& lowering, int src, int dim, int64_t start, int64_t size) {
+  const std::vector<int64_t> shape = lowering.val(src).shape;
+  Val view = identity_view(shape);
+  view.kind = ValKind::permute;
+  view.args = {src};
+  view.shape[dim] = size;
+  view.offset = start * contiguous_strides(shape)[dim];
+  return lowering.add(std::move(view));
+}
+
+// cumulative_trapezoid as ATen computes it: cumsum((y[1:] + y[:-1]) * dx) / 2 along `dim`, dx the scalar spacing or
+// x's differences (x 1-d along dim, or of y's rank after leading 1s).
+Result trapezoid(Lowering& lowering, const Json& args, const Node& node, bool with_x) {
+  auto y = lowering.tensor(args.at("y"));
+  if (!y) return std::unexpected(y.error());
+  const std::vector<int64_t> shape = lowering.val(*y).shape;
+  auto dim = wrap_dim(args.at("dim").get<int64_t>(), shape.size());
+  if (!dim) return std::unexpected(dim.error());
+  if (shape.empty() || shape[*dim] < 2) return std::unexpected("cumulative_trapezoid over fewer than 2 points");
+  const int64_t n = shape[*dim];
+  const int left = slice_of(lowering, *y, *dim, 0, n - 1), right = slice_of(lowering, *y, *dim, 1, n - 1);
+  std::expected<int, std::string> sum;
+  if (with_x) {
+    auto x = lowering.tensor(args.at("x"));
+    if (!x) return std::unexpected(x.error());
+    std::vector<int64_t> x_shape = lowering.val(*x).shape;
+    if (x_shape.size() == 1 && shape.size() > 1) {
+      if (x_shape[0] != n) return std::unexpected("x of another length than y along dim");
+      x_shape.assign(shape.size(), 1);
+      x_shape[*dim] = n;
+    }
+    if (x_shape.size() > shape.size()) return std::unexpected("x of a higher rank than y");
+    x_shape.insert(x_shape.begin(), shape.size() - x_shape.size(), 1);
+    if (x_shape[*dim] != n) return std::unexpected("x of another length than y along dim");
+    Val alias;
+    alias.kind = ValKind::alias;
+    alias.shape = x_shape;
+    alias.args = {*x};
+    const int viewed = lowering.add(std::move(alias));
+    const int x_left = slice_of(lowering, viewed, *dim, 0, n - 1), x_right = slice_of(lowering, viewed, *dim, 1, n - 1);
+    sum = lowering.pointwise("(($0 + $1) * ($2 - $3))", {left, right, x_right, x_left});
+  } else {
+    auto dx = number(args, "dx");
+    if (!dx) return std::unexpected(dx.error());
+    sum = lowering.pointwise("(" + float_literal(*dx / 2) + " * ($0 + $1))", {left, right});
+  }
+  if (!sum) return std::unexpected(sum.error());
+  if (lowering.val(*sum).shape.size() != shape.size()) return std::unexpected("x and y do not broadcast");
+  auto scanned = scan_val(lowering, *sum, *dim, "cumsum");
+  if (!scanned) return std::unexpected(scanned.error());
+  auto out = with_x ? lowering.pointwise("($0 / 2.f)", {*scanned}) : scanned;
+  if (!out) return std::unexpected(out.error());
+  lowering.bind(node.outputs[0], *out);
+  return {};
+}
+
 Result transposed(Lowering& lowering, const Node& node, int self, int64_t dim0, int64_t dim1) {
   size_t rank = lowering.val(self).shape.size();
   if (rank < 2) {
@@ -483,6 +540,12 @@ void register_view_ops(std::map<std::string, OpEntry>& t) {
                                     }
                                     return {};
                                   }};
+  t["aten::cumulative_trapezoid.x"] = {
+      "aten::cumulative_trapezoid.x(Tensor y, Tensor x, *, int dim=-1) -> Tensor",
+      [](Lowering& lowering, const Json& args, const Node& node) { return trapezoid(lowering, args, node, true); }};
+  t["aten::cumulative_trapezoid.dx"] = {
+      "aten::cumulative_trapezoid.dx(Tensor y, *, Scalar dx=1, int dim=-1) -> Tensor",
+      [](Lowering& lowering, const Json& args, const Node& node) { return trapezoid(lowering, args, node, false); }};
   t["aten::stack"] = {"aten::stack(Tensor[] tensors, int dim=0) -> Tensor",
                       [](Lowering& lowering, const Json& args, const Node& node) -> Result {
                         auto parts = tensor_list(lowering, args.at("tensors"));
