@@ -115,7 +115,8 @@ class Emitter {
       std::string index = "0LL";
       for (size_t d = 0; d < val.source.size(); ++d)
         index += " + (" + val.source[d] + ") * " + std::to_string(strides[d]) + "LL";
-      m_out << "  return " << load(val.args[0], index) << ";\n}\n\n";
+      m_out << "  return " << (val.inside.empty() ? "" : "!(" + val.inside + ") ? " + float_literal(val.fill) + " : ")
+            << load(val.args[0], index) << ";\n}\n\n";
       return;
     }
     if (val.kind == ValKind::permute) {

@@ -40,8 +40,11 @@ struct Val {
   std::vector<int64_t> step;  // permute: output dim d moves perm[d] by step[d] (-1: flip; k: every k-th); empty: 1
   int64_t offset = 0;         // permute: where element 0 sits in args[0] (a slice, a select, a flip's far end)
   int cat_dim = 0;            // concat: the dim along which the args follow one another
-  // indexed: per dim of args[0], its coordinate as a C expression of the output's coordinates c0, c1, ...
+  // indexed: per dim of args[0], its coordinate as a C expression of the output's coordinates c0, c1, ...; where
+  // `inside` (a C condition over them) is not empty and false, the value is `fill` (constant padding)
   std::vector<std::string> source;
+  std::string inside;
+  double fill = 0;
   bool needs_buffer = false;
   int64_t numel() const;
 };

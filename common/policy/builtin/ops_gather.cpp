@@ -185,9 +185,114 @@ Result diagonal(Lowering& lowering, const Json& args, const Node& node) {
   return bind_indexed(lowering, node, *self, out, source);
 }
 
+// Padding of the trailing dims, `pad` as torch.nn.functional.pad gives it (left, right of the last dim, then of the
+// one before, ...; negative crops). constant: `value` outside the input; reflect, replicate and circular: the
+// input read at the reflected, clamped or wrapped coordinate.
+Result padded(Lowering& lowering, const Node& node, int self, const std::vector<int64_t>& pad, const std::string& mode,
+              double value) {
+  const std::vector<int64_t> in = lowering.val(self).shape;
+  if (pad.size() % 2 != 0 || pad.size() / 2 > in.size()) return std::unexpected("padding of odd length or too long");
+  std::vector<int64_t> out = in;
+  std::vector<std::string> source, inside;
+  for (size_t d = 0; d < in.size(); ++d) source.push_back(c(d));
+  for (size_t k = 0; k < pad.size() / 2; ++k) {
+    const size_t d = in.size() - 1 - k;
+    const int64_t left = pad[2 * k], right = pad[2 * k + 1], size = in[d];
+    out[d] = size + left + right;
+    if (out[d] <= 0) return std::unexpected("padding leaves nothing");
+    const std::string n = std::to_string(size) + "LL", j = "(" + c(d) + " - " + std::to_string(left) + "LL)";
+    if (mode == "constant") {
+      source[d] = j;
+      if (left > 0 || right > 0) inside.push_back(j + " >= 0 && " + j + " < " + n);
+      continue;
+    }
+    if (left < 0 || right < 0) return std::unexpected("negative " + mode + " padding");
+    if (mode == "replicate") {
+      source[d] = "(" + j + " < 0 ? 0LL : " + j + " >= " + n + " ? " + n + " - 1 : " + j + ")";
+    } else if (mode == "reflect") {
+      if (left >= size || right >= size) return std::unexpected("reflect padding as large as the input");
+      source[d] = "(" + j + " < 0 ? -" + j + " : " + j + " >= " + n + " ? 2 * (" + n + " - 1) - " + j + " : " + j + ")";
+    } else if (mode == "circular") {
+      if (left > size || right > size) return std::unexpected("circular padding larger than the input");
+      source[d] = "((" + j + " + " + n + ") % " + n + ")";
+    } else {
+      return std::unexpected("padding mode '" + mode + "'");
+    }
+  }
+  Val val;
+  val.kind = ValKind::indexed;
+  val.shape = std::move(out);
+  val.args = {self};
+  val.source = std::move(source);
+  for (const std::string& condition : inside) val.inside += (val.inside.empty() ? "" : " && ") + condition;
+  val.fill = value;
+  lowering.bind(node.outputs[0], lowering.add(std::move(val)));
+  return {};
+}
+
+OpEntry pad_op(const std::string& schema, const std::string& pad_name, const std::string& mode) {
+  return {schema, [pad_name, mode](Lowering& lowering, const Json& args, const Node& node) -> Result {
+            auto self = lowering.tensor(args.at("self"));
+            auto pad = int_list(args, pad_name);
+            if (!self || !pad) return std::unexpected(!self ? self.error() : pad.error());
+            std::string how = mode;
+            double value = 0;
+            if (args.contains("mode")) how = args.at("mode").get<std::string>();
+            if (args.contains("value") && !args.at("value").is_null()) {
+              auto given = number(args, "value");
+              if (!given) return std::unexpected(given.error());
+              value = *given;
+            }
+            return padded(lowering, node, *self, *pad, how, value);
+          }};
+}
+
+// rot90: k quarter turns from dims[0] towards dims[1] (torch.rot90), read at the turned coordinates.
+Result rotated(Lowering& lowering, const Json& args, const Node& node) {
+  auto self = lowering.tensor(args.at("self"));
+  auto dims = int_list(args, "dims");
+  if (!self || !dims) return std::unexpected(!self ? self.error() : dims.error());
+  const std::vector<int64_t> in = lowering.val(*self).shape;
+  if (dims->size() != 2) return std::unexpected("rot90 dims of other than two");
+  auto a = wrap_dim((*dims)[0], in.size());
+  auto b = wrap_dim((*dims)[1], in.size());
+  if (!a || !b || *a == *b) return std::unexpected("rot90 dims out of range or equal");
+  const int64_t k = ((args.at("k").get<int64_t>() % 4) + 4) % 4;
+  std::vector<int64_t> out = in;
+  std::vector<std::string> source;
+  for (size_t d = 0; d < in.size(); ++d) source.push_back(c(d));
+  auto last = [&](int d) { return std::to_string(in[d] - 1) + "LL - "; };
+  if (k == 1) {  // x.flip(b).transpose(a, b)
+    source[*a] = c(*b);
+    source[*b] = "(" + last(*b) + c(*a) + ")";
+  } else if (k == 2) {
+    source[*a] = "(" + last(*a) + c(*a) + ")";
+    source[*b] = "(" + last(*b) + c(*b) + ")";
+  } else if (k == 3) {  // x.flip(a).transpose(a, b)
+    source[*a] = "(" + last(*a) + c(*b) + ")";
+    source[*b] = c(*a);
+  }
+  if (k % 2 == 1) std::swap(out[*a], out[*b]);
+  return bind_indexed(lowering, node, *self, out, source);
+}
+
 }  // namespace
 
 void register_gather_ops(std::map<std::string, OpEntry>& t) {
+  t["aten::constant_pad_nd"] =
+      pad_op("aten::constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor", "pad", "constant");
+  t["aten::pad"] = pad_op("aten::pad(Tensor self, SymInt[] pad, str mode=\"constant\", float? value=None) -> Tensor",
+                          "pad", "constant");
+  for (const std::string n : {"1", "2", "3"}) {
+    const std::string length = std::to_string(2 * std::stoi(n));
+    for (const auto& [name, mode] :
+         {std::pair<std::string, std::string>{"replication", "replicate"}, {"reflection", "reflect"}}) {
+      const std::string op = "aten::" + name + "_pad" + n + "d";
+      t[op] = pad_op(op + "(Tensor self, SymInt[" + length + "] padding) -> Tensor", "padding", mode);
+    }
+  }
+  t["aten::_pad_circular"] = pad_op("aten::_pad_circular(Tensor self, SymInt[] pad) -> Tensor", "pad", "circular");
+  t["aten::rot90"] = {"aten::rot90(Tensor self, int k=1, int[] dims=[0, 1]) -> Tensor", rotated};
   t["aten::repeat"] = {"aten::repeat(Tensor self, SymInt[] repeats) -> Tensor",
                        [](Lowering& lowering, const Json& args, const Node& node) -> Result {
                          auto self = lowering.tensor(args.at("self"));
