@@ -402,17 +402,22 @@ const std::vector<std::pair<std::string, std::string>> k_pattern_tasks = {
                   {"op":"aten::cumulative_trapezoid.dx","args":["%v"],"kwargs":{"dx":0.5,"dim":0},"out":["td"]}],
          "outputs":["t","d","c3","g","gt","l","l0","tx","ts","td"]})"},
     // Special functions the kernel defines where used: Bessel I0/I1 (both branches, scaled or not), digamma (the
-    // reflection below 0, the recurrence, the series), lgamma.
+    // reflection below 0, the recurrence, the series), lgamma, angle, ldexp, nextafter.
     {"special_functions",
-     R"({"inputs":[{"name":"x","dtype":"float32","shape":[4,96]}],
+     R"({"inputs":[{"name":"x","dtype":"float32","shape":[4,96]},
+                   {"name":"k","dtype":"int32","shape":[96],"init":{"randint":[-4,5]}}],
          "nodes":[{"op":"aten::mul.Scalar","args":["%x",6.0],"out":["s"]},
                   {"op":"aten::i0","args":["%s"],"out":["a"]},
                   {"op":"aten::special_i0e","args":["%s"],"out":["b"]},
                   {"op":"aten::special_i1","args":["%s"],"out":["c"]},
                   {"op":"aten::special_i1e","args":["%s"],"out":["d"]},
                   {"op":"aten::digamma","args":["%s"],"out":["e"]},
-                  {"op":"aten::lgamma","args":["%s"],"out":["f"]}],
-         "outputs":["a","b","c","d","e","f"]})"},
+                  {"op":"aten::lgamma","args":["%s"],"out":["f"]},
+                  {"op":"aten::angle","args":["%x"],"out":["g"]},
+                  {"op":"aten::ldexp.Tensor","args":["%x","%k"],"out":["h"]},
+                  {"op":"aten::nextafter","args":["%x","%s"],"out":["n"]},
+                  {"op":"aten::special_modified_bessel_i1","args":["%x"],"out":["mi"]}],
+         "outputs":["a","b","c","d","e","f","g","h","n","mi"]})"},
     // Padding (constant with a crop, reflect, replicate, circular) and rot90, views read at computed coordinates.
     {"padding_and_rot90",
      R"({"inputs":[{"name":"x","dtype":"float32","shape":[2,3,5,6]},{"name":"v","dtype":"float32","shape":[3,7]}],

@@ -138,6 +138,8 @@ const std::map<std::string, OpEntry>& op_table() {
         {"aten::divide.Scalar_mode", "aten::div.Scalar_mode"},
         {"aten::negative", "aten::neg"},
         {"aten::special_i0", "aten::i0"},
+        {"aten::special_modified_bessel_i0", "aten::i0"},
+        {"aten::special_modified_bessel_i1", "aten::special_i1"},
         {"aten::special_digamma", "aten::digamma"},
         {"aten::special_psi", "aten::digamma"},
         {"aten::special_gammaln", "aten::lgamma"},

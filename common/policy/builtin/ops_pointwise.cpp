@@ -170,6 +170,7 @@ void register_pointwise_ops(std::map<std::string, OpEntry>& t) {
       {"rad2deg", "($0 * 57.29577951308232f)"},
       {"sinc", "($0 == 0.f ? 1.f : sinf(3.14159265358979f * $0) / (3.14159265358979f * $0))"},
       {"lgamma", "lgammaf($0)"},
+      {"angle", "($0 != $0 ? $0 : $0 < 0.f ? 3.14159265358979f : 0.f)"},  // of a real number
       // special functions the kernel defines where used (emit_util.h: special_functions)
       {"i0", "ca_i0($0)"},
       {"special_i0e", "ca_i0e($0)"},
@@ -290,6 +291,10 @@ void register_pointwise_ops(std::map<std::string, OpEntry>& t) {
         pointwise_op("aten::" + std::string(name) + ".Scalar(Tensor self, Scalar other) -> Tensor", {"self"},
                      std::string(fn) + "($0, {other})", {"other"});
   }
+  t["aten::ldexp.Tensor"] =
+      pointwise_op("aten::ldexp.Tensor(Tensor self, Tensor other) -> Tensor", {"self", "other"}, "($0 * exp2f($1))");
+  t["aten::nextafter"] =
+      pointwise_op("aten::nextafter(Tensor self, Tensor other) -> Tensor", {"self", "other"}, "nextafterf($0, $1)");
   t["aten::hypot"] =
       pointwise_op("aten::hypot(Tensor self, Tensor other) -> Tensor", {"self", "other"}, "hypotf($0, $1)");
   t.erase("aten::hypot.Tensor");

@@ -243,6 +243,10 @@ void register_window_ops(std::map<std::string, OpEntry>& t) {
       "aten::slow_conv3d(Tensor self, Tensor weight, SymInt[3] kernel_size, Tensor? bias=None, "
       "SymInt[3] stride=[1, 1, 1], SymInt[3] padding=[0, 0, 0]) -> Tensor",
       slow_convolution(3)};
+  t["aten::slow_conv3d_forward"] = {
+      "aten::slow_conv3d_forward(Tensor self, Tensor weight, SymInt[3] kernel_size, "
+      "Tensor? bias, SymInt[3] stride, SymInt[3] padding) -> Tensor",
+      slow_convolution(3)};
   t["aten::slow_conv_dilated2d"] = {
       "aten::slow_conv_dilated2d(Tensor self, Tensor weight, SymInt[2] kernel_size, Tensor? bias=None, SymInt[2] "
       "stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] dilation=[1, 1]) -> Tensor",
