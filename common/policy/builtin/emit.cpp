@@ -28,9 +28,10 @@ class Emitter {
   }
 
  private:
-  // The element type of a stored value: float, an integer or bool input's own (read only as an operand), or
-  // long long for argmax's indices.
+  // The element type of a stored value: float, an integer or bool input's own (read only as an operand), long long
+  // for argmax's indices, or a byte for a comparison's bools.
   static std::string c_type(const Val& val) {
+    if (val.input < 0 && val.dtype == static_cast<int>(DType::boolean)) return "unsigned char";
     if (val.input < 0) return val.dtype == static_cast<int>(DType::int64) ? "long long" : "float";
     switch (static_cast<DType>(val.dtype)) {
       case DType::int64:

@@ -53,6 +53,7 @@ void place_output(Plan& plan, int id, int position, int end_node) {
   copy.args = {id};
   copy.align = {-1};
   copy.node = end_node;
+  copy.dtype = val.dtype;
   copy.output = position;
   copy.needs_buffer = true;
   plan.vals.push_back(std::move(copy));

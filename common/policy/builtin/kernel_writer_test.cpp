@@ -461,6 +461,25 @@ const std::vector<std::pair<std::string, std::string>> k_pattern_tasks = {
                   {"op":"aten::broadcast_tensors","args":[["%a","%r"]],"out":["bt"]},
                   {"op":"aten::l1_loss","args":["%bt[0]","%bt[1]",0],"out":["bl"]}],
          "outputs":["l1","l2","l3","l4","l5","l6","cs","pd","b1","b2","sm","he","mr","ce","pn","d","l7","bl"]})"},
+    // bool values: comparisons and tests as outputs and operands, logical ops, selects (an -inf literal among them).
+    {"comparisons_and_selects",
+     R"({"inputs":[{"name":"x","dtype":"float32","shape":[6,40]},{"name":"y","dtype":"float32","shape":[40]},
+                   {"name":"m","dtype":"bool","shape":[6,40],"init":{"randint":[0,2]}}],
+         "nodes":[{"op":"aten::gt.Scalar","args":["%x",0.25],"out":["g"]},
+                  {"op":"aten::le.Tensor","args":["%x","%y"],"out":["l"]},
+                  {"op":"aten::logical_and","args":["%g","%m"],"out":["a"]},
+                  {"op":"aten::logical_xor","args":["%l","%a"],"out":["xo"]},
+                  {"op":"aten::where.self","args":["%xo","%x","%y"],"out":["w"]},
+                  {"op":"aten::where.ScalarOther","args":["%l","%x",{"float":"-inf"}],"out":["wi"]},
+                  {"op":"aten::exp","args":["%wi"],"out":["e"]},
+                  {"op":"aten::signbit","args":["%x"],"out":["sb"]},
+                  {"op":"aten::masked_fill.Scalar","args":["%x","%m",0.5],"out":["mf"]},
+                  {"op":"aten::where.Scalar","args":["%g",1.5,-2.0],"out":["ws"]},
+                  {"op":"aten::mul.Tensor","args":["%g","%x"],"out":["gx"]},
+                  {"op":"aten::sum.dim_IntList","args":["%gx",[1]],"out":["gs"]},
+                  {"op":"aten::eq.Tensor","args":["%g","%m"],"out":["q"]},
+                  {"op":"aten::logical_not","args":["%q"],"out":["nq"]}],
+         "outputs":["g","a","w","e","sb","mf","ws","gs","nq","g"]})"},
 };
 
 TEST(KernelWriterTest, NamesEveryUncoveredNodeWithItsReason) {
@@ -529,6 +548,25 @@ TEST(KernelWriterTest, IntegerInputsOnlyBesideAFloatOperand) {
     auto written = write_kernel(program, Backend::cpu, 0);
     ASSERT_FALSE(written.has_value()) << node;
     EXPECT_NE(written.error()[0].reason.find("int32"), std::string::npos) << written.error()[0].reason;
+  }
+}
+
+TEST(KernelWriterTest, BoolValuesOnlyAsOperands) {
+  for (const std::string node :
+       {R"({"op":"aten::sum","args":["%g"],"out":["r"]})", R"({"op":"aten::neg","args":["%g"],"out":["r"]})",
+        R"({"op":"aten::unsqueeze","args":["%g",0],"out":["r"]})",
+        R"({"op":"aten::add.Tensor","args":["%g","%g"],"out":["r"]})",
+        R"({"op":"aten::where.Scalar","args":["%g",1,0],"out":["r"]})",
+        R"({"op":"aten::where.self","args":["%x","%x","%x"],"out":["r"]})",
+        R"({"op":"aten::gt.Scalar","args":["%k",0],"out":["r"]})",
+        R"({"op":"aten::masked_fill.Scalar","args":["%k","%g",1.0],"out":["r"]})"}) {
+    Program program = program_of(R"({"inputs":[{"name":"x","dtype":"float32","shape":[8]},
+        {"name":"k","dtype":"int32","shape":[8],"init":{"randint":[0,4]}}],
+        "nodes":[{"op":"aten::gt.Scalar","args":["%x",0],"out":["g"]},)" +
+                                 node + R"(],"outputs":["r"]})");
+    auto written = write_kernel(program, Backend::cpu, 0);
+    ASSERT_FALSE(written.has_value()) << node;
+    EXPECT_EQ(written.error()[0].node, 1) << node << ": " << written.error()[0].reason;
   }
 }
 

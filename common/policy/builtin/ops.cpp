@@ -45,6 +45,7 @@ std::expected<int, std::string> Lowering::output(const Json& arg) const {
   const Val& val = m_plan.vals[*id];
   if (val.dtype == 0) return id;
   if (val.input >= 0) return tensor(arg);  // its own refusal
+  if (val.dtype == static_cast<int>(DType::boolean)) return id;
   if (val.output >= 0 || val.kind != ValKind::buffer) return std::unexpected("an int64 value output twice");
   return id;
 }
@@ -72,8 +73,11 @@ void Lowering::note_pattern(const std::string& pattern) {
   m_plan.patterns.push_back(pattern);
 }
 
-std::expected<int, std::string> Lowering::pointwise(std::string expr, std::vector<int> args) {
-  auto is_float = [&](int arg) { return m_plan.vals[arg].dtype == 0; };
+std::expected<int, std::string> Lowering::pointwise(std::string expr, std::vector<int> args, BoolOperands bools) {
+  auto is_float = [&](int arg) {
+    const int dtype = m_plan.vals[arg].dtype;
+    return dtype == 0 || (bools == BoolOperands::exact && dtype == static_cast<int>(DType::boolean));
+  };
   if (!args.empty() && std::ranges::none_of(args, is_float)) {
     const Val& val = m_plan.vals[args[0]];
     return std::unexpected("reads " + std::string(dtype_name(static_cast<DType>(val.dtype))) + " value " +
@@ -112,6 +116,7 @@ const std::map<std::string, OpEntry>& op_table() {
     register_window_ops(entries);
     register_gather_ops(entries);
     register_loss_ops(entries);
+    register_compare_ops(entries);
     // Other names of covered ops whose arguments have the same names.
     const std::pair<const char*, const char*> aliases[] = {
         {"aten::linalg_matmul", "aten::matmul"},
@@ -177,6 +182,7 @@ const std::map<std::string, OpEntry>& op_table() {
 std::expected<double, std::string> number(const Json& args, const std::string& name) {
   const Json& value = args.at(name);
   if (value.is_boolean()) return value.get<bool>() ? 1.0 : 0.0;
+  if (auto special = parse_special_float(value)) return *special;
   if (!value.is_number()) return std::unexpected("argument '" + name + "' is not a number literal");
   return value.get<double>();
 }

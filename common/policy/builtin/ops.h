@@ -14,6 +14,9 @@
 
 namespace ca::builtin {
 
+/// Whether pointwise() counts a bool operand as integer (arithmetic, where it promotes) or as exact as float32.
+enum class BoolOperands { integer, exact };
+
 /// What an op handler works on: the plan so far and the values of the node's arguments.
 class Lowering {
  public:
@@ -25,16 +28,19 @@ class Lowering {
   /// As tensor(), and also an integer or bool input, which only an arithmetic operand may read (pointwise() then
   /// wants a float operand beside it, so that the result is float32 as type promotion makes it).
   std::expected<int, std::string> operand(const Json& arg) const;
-  /// The value a program output names: a float32 value, or an int64 one that a step writes (argmax's indices)
-  /// and that no other output is.
+  /// The value a program output names: a float32 value, a bool one (a comparison's), or an int64 one that a step
+  /// writes (argmax's indices) and that no other output is.
   std::expected<int, std::string> output(const Json& arg) const;
   const Val& val(int id) const { return m_plan.vals[id]; }
-  /// Marks a step's output as int64 (indices): stored as such, read only as an operand or an output.
-  void set_int64(int id) { m_plan.vals[id].dtype = static_cast<int>(DType::int64); }
+  /// Marks a value as int64 (a step's indices) or bool (a comparison's): stored as such, read only as an operand or
+  /// an output.
+  void set_dtype(int id, DType dtype) { m_plan.vals[id].dtype = static_cast<int>(dtype); }
   int add(Val val);
   void add_step(Step step);
-  /// A pointwise value over `args` (right-aligned broadcasting), or an error when the shapes do not broadcast.
-  std::expected<int, std::string> pointwise(std::string expr, std::vector<int> args);
+  /// A pointwise value over `args` (right-aligned broadcasting), or an error when the shapes do not broadcast or no
+  /// arg is float32 (BoolOperands::exact: or bool, for comparisons, logical ops and selects, exact on 0 and 1).
+  std::expected<int, std::string> pointwise(std::string expr, std::vector<int> args,
+                                            BoolOperands bools = BoolOperands::integer);
   void bind(const std::string& name, int id) { m_names[name] = id; }
   void forbid(const std::string& name, std::string reason) { m_unusable[name] = std::move(reason); }
   /// `name` (an integer or bool input, argmax's indices) is refused as tensor() but readable as operand().

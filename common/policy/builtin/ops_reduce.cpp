@@ -118,7 +118,7 @@ Result bind_indices(Lowering& lowering, const std::string& name, int self, const
                     bool keepdim, const std::string& op) {
   auto indices = reduce_val(lowering, self, dims, keepdim, op);
   if (!indices) return std::unexpected(indices.error());
-  lowering.set_int64(*indices);
+  lowering.set_dtype(*indices, DType::int64);
   lowering.bind(name, *indices);
   lowering.operand_only(name, "reads the int64 indices of " + op + " other than as an output or an operand");
   return {};

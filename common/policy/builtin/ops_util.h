@@ -11,7 +11,7 @@
 
 namespace ca::builtin {
 
-/// A number argument (int, float or bool Scalar), or an error naming it.
+/// A number argument (int, float, inf or nan, or bool Scalar), or an error naming it.
 std::expected<double, std::string> number(const Json& args, const std::string& name);
 /// `expr` with its {name} placeholders filled by the float literals of the named scalar args.
 std::expected<std::string, std::string> with_scalars(std::string expr, const Json& args,
@@ -42,5 +42,6 @@ void register_matmul_ops(std::map<std::string, OpEntry>& table);
 void register_window_ops(std::map<std::string, OpEntry>& table);
 void register_gather_ops(std::map<std::string, OpEntry>& table);
 void register_loss_ops(std::map<std::string, OpEntry>& table);
+void register_compare_ops(std::map<std::string, OpEntry>& table);
 
 }  // namespace ca::builtin
