@@ -10,6 +10,7 @@
 #include "torch/op_catalog.h"
 #include "torch/precision.h"
 #include "torch/runner_calls.h"
+#include "torch/runtime.h"
 #include "torch/task_check.h"
 #include "torch/tensors.h"
 #include "util/json_field.h"
@@ -183,6 +184,7 @@ std::expected<Verdict, std::string> TaskFilter::judge(const Json& record) {
   // timing (which would skew both), while other filter and verify jobs may run beside them.
   auto lease = DeviceLease::acquire(device.is_cuda() ? "cuda0" : "cpu", m_options.lock_dir, LeaseMode::shared);
   if (!lease) return std::unexpected(lease.error());
+  DeviceMemoryReturn give_back(device.is_cuda());
 
   // Every check below judges the task against references in full fp32 (the TF32 mode covers the timed baselines only,
   // docs/TIMING.md, "Precision"): TF32's own rounding must not reject a task as noise nor pass a control.

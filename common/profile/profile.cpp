@@ -255,6 +255,7 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
   progress.step("waiting for the device");
   auto lease = DeviceLease::acquire(backend == Backend::cuda ? "cuda0" : "cpu", options.lock_dir, LeaseMode::exclusive);
   if (!lease) return Error(lease.error());
+  DeviceMemoryReturn give_back(backend == Backend::cuda);
   phases.mark("lease_wait");
   std::unique_ptr<CallClock> clock;
   if (backend == Backend::cuda) {

@@ -13,8 +13,13 @@ namespace ca {
 namespace fs = std::filesystem;
 namespace {
 
-std::string last_line(std::string text) {
+// What a failed stage said: its last `<tool>: error:` line, else its last line (a crash's, a signal's).
+std::string error_line(std::string text, const std::string& tool) {
   while (!text.empty() && text.back() == '\n') text.pop_back();
+  const std::string marker = tool + ": error: ";
+  auto error = text.rfind(marker);
+  if (error != std::string::npos && (error == 0 || text[error - 1] == '\n'))
+    return text.substr(error, text.find('\n', error) - error);
   auto newline = text.rfind('\n');
   return newline == std::string::npos ? text : text.substr(newline + 1);
 }
@@ -29,7 +34,7 @@ std::expected<void, std::string> run_stage(std::vector<std::string> argv, const 
   if (ran->interrupted) return std::unexpected("interrupted");
   auto written = read_file(output);
   if (!ran->ok() || !written || written->empty()) {
-    return std::unexpected(name + " " + ran->describe() + ": " + last_line(ran->err));
+    return std::unexpected(name + " " + ran->describe() + ": " + error_line(ran->err, name));
   }
   return {};
 }

@@ -166,6 +166,24 @@ TEST(ToolboxTest, NoJudgeAtTheSocketMeansTheColdTool) {
   EXPECT_TRUE(result.content.starts_with("[FAIL] compare: cold\n")) << result.content;
 }
 
+// A tool that fails with an error and then a backtrace (LibTorch's) is reported by its error line.
+TEST(JudgeTest, AFailedToolIsReportedByItsErrorLine) {
+  std::string dir = ::testing::TempDir() + "judge_error_bin";
+  fs::create_directories(dir);
+  std::ofstream(dir + "/ca-verify")
+      << "#!/bin/sh\necho 'ca-verify: note: judging' >&2\n"
+      << "printf 'ca-verify: error: c.jsonl:1: CUDA out of memory.\\nframe #0: f\\n' >&2\n"
+      << "exit 1\n";
+  fs::permissions(dir + "/ca-verify", fs::perms::owner_all);
+  std::string scratch = ::testing::TempDir() + "judge_error_scratch";
+  fs::create_directories(scratch);
+  JudgeOptions options;
+  options.bin_dir = dir;
+  auto judged = judge_candidate(Json{{"kind", "candidate"}}, scratch, options);
+  ASSERT_FALSE(judged);
+  EXPECT_EQ(judged.error(), "ca-verify exited with status 1: ca-verify: error: c.jsonl:1: CUDA out of memory.");
+}
+
 TEST(Base64Test, EncodesWithPadding) {
   EXPECT_EQ(base64_encode(""), "");
   EXPECT_EQ(base64_encode("f"), "Zg==");

@@ -14,4 +14,20 @@ void set_torch_threads(int threads);
 /// have them; nothing in a build without CUDA.
 void release_cached_device_memory();
 
+/// Releases the cached device memory (on cuda) when it goes out of scope. Declared after a device lease, it gives
+/// the memory back before the lease goes, so the next job on the device (perhaps this one's own re-run alone) can have
+/// all of it: a process that keeps its cache while it waits for the device starves the job that holds it.
+class DeviceMemoryReturn {
+ public:
+  explicit DeviceMemoryReturn(bool on_cuda) : m_on_cuda(on_cuda) {}
+  DeviceMemoryReturn(const DeviceMemoryReturn&) = delete;
+  DeviceMemoryReturn& operator=(const DeviceMemoryReturn&) = delete;
+  ~DeviceMemoryReturn() {
+    if (m_on_cuda) release_cached_device_memory();
+  }
+
+ private:
+  bool m_on_cuda;
+};
+
 }  // namespace ca

@@ -9,9 +9,11 @@
 #include "torch/compare.h"
 #include "torch/interpreter.h"
 #include "torch/runner_calls.h"
+#include "torch/runtime.h"
 #include "torch/task_check.h"
 #include "torch/tensors.h"
 #include "util/atomic_file.h"
+#include "util/exceptions.h"
 #include "util/progress.h"
 #include "verify/candidates.h"
 
@@ -29,17 +31,13 @@ Json verdict(bool ok, std::string stage, std::string message) {
 }
 
 /// The runner's trials of `library` and their comparison with the reference: {ok, stage, message, trials, checks}
-/// with checks load, run, launch (cuda) and compare as far as they got. `mode` is the device lease's: shared, so that
-/// trials run together but not while a profile times (a spinning trial would skew it), or exclusive, alone. The lease
-/// is held through the reference runs; the build happens outside it.
+/// with checks load, run, launch (cuda) and compare as far as they got. The caller holds the device's lease through
+/// it (the reference runs included); the build happens outside it.
 std::expected<Json, std::string> judge_trials(TaskProgram& task, const std::string& library,
                                               const std::vector<RunnerCall>& calls, const VerifyOptions& options,
-                                              LeaseMode mode, ProgressSteps& progress) {
+                                              ProgressSteps& progress) {
   const Program& program = task.interpreter.program();
   RunnerOptions runner{options.build.backend, options.limits, options.runner, options.num_threads};
-  progress.step(mode == LeaseMode::shared ? "waiting for the device" : "waiting for the device to itself");
-  auto lease = DeviceLease::acquire(options.build.backend == Backend::cuda ? "cuda0" : "cpu", options.lock_dir, mode);
-  if (!lease) return Error(lease.error());
   progress.step("running " + std::to_string(calls.size()) + " trials");
   auto ran = run_in_runner(program, task.shapes, library, calls, runner);
   if (!ran) return Error(ran.error());
@@ -145,19 +143,24 @@ std::expected<Json, std::string> verify_candidate(const Json& task, const Json& 
   for (int i = 0; i < options.trials; ++i) seeds.push_back(source.next());
   std::vector<RunnerCall> calls;
   for (size_t i = 0; i < seeds.size(); ++i) calls.push_back({seeds[i], i % 2 == 1});
-  // Trials share the device with other jobs. A failure one of them could have caused (docs/EXPLOITS.md, "Shares") is
-  // judged again with the device to itself, and that verdict stands.
+  // Trials share the device with other jobs: the lease shared, so that they run together but not while a profile
+  // times (a spinning trial would skew it). A failure one of them could have caused (docs/EXPLOITS.md, "Shares") is
+  // judged again with the device to itself (the lease exclusive), and that verdict stands.
+  const bool on_cuda = options.build.backend == Backend::cuda;
   auto attempt = [&](LeaseMode mode) -> std::expected<Json, std::string> {
+    progress.step(mode == LeaseMode::shared ? "waiting for the device" : "waiting for the device to itself");
+    auto lease = DeviceLease::acquire(on_cuda ? "cuda0" : "cpu", options.lock_dir, mode);
+    if (!lease) return Error(lease.error());
+    DeviceMemoryReturn give_back(on_cuda);
     try {
-      return judge_trials(*task_program, built->library, calls, options, mode, progress);
+      return judge_trials(*task_program, built->library, calls, options, progress);
     } catch (const std::exception& e) {  // this side's own CUDA out-of-memory (a reference, a comparison)
       if (!says_out_of_memory(e.what())) throw;
-      return Error(e.what());
+      return Error(current_exception_text());
     }
   };
   auto judged = attempt(LeaseMode::shared);
-  if (options.build.backend == Backend::cuda &&
-      (judged ? a_neighbour_may_cause(*judged) : says_out_of_memory(judged.error()))) {
+  if (on_cuda && (judged ? a_neighbour_may_cause(*judged) : says_out_of_memory(judged.error()))) {
     std::string first = judged ? judged->value("message", "") : judged.error();
     judged = attempt(LeaseMode::exclusive);
     if (judged) (*judged)["judged_alone"] = {{"first_failure", first}};
