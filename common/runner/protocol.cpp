@@ -359,6 +359,7 @@ Json to_json(const CallReport& result) {
                {"wall_us", result.wall_us},
                {"device_us", result.device_us}};
   if (!result.cuda_error.empty()) json["cuda_error"] = result.cuda_error;
+  if (!result.workspace_error.empty()) json["workspace_error"] = result.workspace_error;
   if (result.own_launches >= 0) json["own_launches"] = result.own_launches;
   if (result.output_bytes >= 0) json["output_bytes"] = result.output_bytes;
   json["ok"] = result.ok();
@@ -418,6 +419,11 @@ std::expected<CallReport, std::string> parse_call_result(const Json& json, std::
     if (!text) return Error(text.error());
     // An empty string would read as "no error" and turn a failed call into a passing one.
     result.cuda_error = text->empty() ? "unknown CUDA error" : std::move(*text);
+  }
+  if (auto error = json.find("workspace_error"); error != json.end()) {
+    auto text = as_string(*error, field_path(where, "workspace_error"));
+    if (!text) return Error(text.error());
+    result.workspace_error = std::move(*text);
   }
   if (auto launches = json.find("own_launches"); launches != json.end()) {
     auto count = as_int(*launches, field_path(where, "own_launches"));

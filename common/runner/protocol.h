@@ -85,6 +85,9 @@ struct CallReport {
   /// cuda: "<name>: <cudaGetErrorString>" of an error the call left (a failed launch, an illegal address); "" when
   /// none. A call with a CUDA error writes no outputs.
   std::string cuda_error;
+  /// The call's first ctx->workspace request that got NULL ("ctx->workspace(N bytes) returned NULL: out of memory"),
+  /// "" when none: a non-zero return after it may be the device's memory, which other jobs share.
+  std::string workspace_error{};
   /// cuda: launches of the candidate's own kernels during the call (runner/launches.h); -1 where not counted (cpu).
   int64_t own_launches = -1;
   /// Bytes of outputs the runner copied into the output region for this call (all outputs together); -1: none.
@@ -93,7 +96,8 @@ struct CallReport {
 };
 
 /// {"call","seed","rc","inputs_changed","changed_inputs","wall_us","device_us","ok"}, plus "cuda_error" when there was
-/// one, "own_launches" when they were counted and "output_bytes" when outputs were written.
+/// one, "workspace_error" when a workspace request failed, "own_launches" when they were counted and "output_bytes"
+/// when outputs were written.
 Json to_json(const CallReport& result);
 /// {"event":"loaded", facts...}: dlopen and dlsym succeeded; written before the request's first call. The facts are
 /// the runner's own account of its start-up (device_s, load_s, region_s; on cuda "region": "page-locked" or "pageable:

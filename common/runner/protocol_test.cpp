@@ -200,6 +200,21 @@ TEST(ProtocolTest, OutputBytesAreWrittenOnlyForCallsThatWroteOutputs) {
   EXPECT_EQ(negative.error(), "results.jsonl:1: output_bytes: expected an unsigned integer, got number");
 }
 
+TEST(ProtocolTest, AFailedWorkspaceRequestIsWrittenOnlyWhenThereIsOne) {
+  CallReport clean{0, 5, 0, false, {}, 1.0, 1.0, ""};
+  EXPECT_FALSE(to_json(clean).contains("workspace_error"));
+  CallReport starved = clean;
+  starved.rc = 3;
+  starved.workspace_error = "ctx->workspace(64 bytes) returned NULL: out of memory";
+  auto log = parse_results(to_json(starved).dump() + "\n");
+  ASSERT_TRUE(log) << log.error();
+  EXPECT_EQ(log->calls[0].workspace_error, starved.workspace_error);
+  auto bad = parse_results(R"({"call":0,"seed":1,"rc":3,"inputs_changed":false,"wall_us":1,"workspace_error":1})"
+                           "\n");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error(), "results.jsonl:1: workspace_error: expected a string, got number");
+}
+
 TEST(ProtocolTest, CudaErrorIsWrittenOnlyWhenThereIsOneAndFailsTheCall) {
   CallReport clean{0, 5, 0, false, {}, 1.0, 1.0, ""};
   EXPECT_FALSE(to_json(clean).contains("cuda_error"));

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <utility>
 
 #include "ca_kernel.h"
 #include "runner/device.h"
@@ -42,17 +43,24 @@ using Error = std::unexpected<RunError>;
 struct Workspace {
   std::mutex mutex;
   Device* device = nullptr;  // only while ca_forward runs; a straggling thread asking later gets NULL
+  std::string failure;       // the call's first request the device could not meet
 };
 Workspace g_workspace;
 
 void* workspace_callback(ca_context*, size_t bytes) {
   std::lock_guard lock(g_workspace.mutex);
-  return g_workspace.device != nullptr ? g_workspace.device->scratch(bytes) : nullptr;
+  if (g_workspace.device == nullptr) return nullptr;
+  void* data = g_workspace.device->scratch(bytes);
+  if (data == nullptr && g_workspace.failure.empty())
+    g_workspace.failure = "ctx->workspace(" + std::to_string(bytes) + " bytes) returned NULL: out of memory";
+  return data;
 }
 
-void open_workspace(Device* device) {
+// Opens the workspace to `device`'s call, or closes it (nullptr) and returns the call's failed request.
+std::string open_workspace(Device* device) {
   std::lock_guard lock(g_workspace.mutex);
   g_workspace.device = device;
+  return std::exchange(g_workspace.failure, "");
 }
 
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape) {
@@ -392,7 +400,7 @@ std::expected<CallRun, RunError> run_call(const RunRequest& request, size_t inde
                    int(outputs.tensors.size()));
   ClockSample sample = clock.stop();
   CallOutcome outcome = device.after_call();
-  open_workspace(nullptr);
+  std::string workspace_failure = open_workspace(nullptr);
 
   CallRun run;
   CallReport& result = run.report;
@@ -402,6 +410,7 @@ std::expected<CallRun, RunError> run_call(const RunRequest& request, size_t inde
   result.wall_us = sample.host_us;
   result.device_us = sample.device_us;
   result.cuda_error = outcome.cuda_error;
+  result.workspace_error = std::move(workspace_failure);
   if (request.backend == Backend::cuda) result.own_launches = own_launches();
   // A dead context can show nothing back; the call has failed anyway.
   if (outcome.context_lost) {

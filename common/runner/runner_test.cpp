@@ -46,6 +46,12 @@ extern "C" int ca_forward(ca_context*, const ca_tensor* in, int, ca_tensor* out,
 const char* const k_returns_3 = R"(#include "ca_kernel.h"
 extern "C" int ca_forward(ca_context*, const ca_tensor*, int, ca_tensor*, int) { return 3; })";
 
+// Asks for more workspace than any machine has, and returns 3 when it gets NULL.
+const char* const k_starved = R"(#include "ca_kernel.h"
+extern "C" int ca_forward(ca_context* ctx, const ca_tensor*, int, ca_tensor*, int) {
+  return ctx->workspace(ctx, (size_t)1 << 60) == 0 ? 3 : 0;
+})";
+
 const char* const k_writes_nothing = R"(#include "ca_kernel.h"
 extern "C" int ca_forward(ca_context*, const ca_tensor*, int, ca_tensor*, int) { return 0; })";
 
@@ -155,6 +161,17 @@ TEST_F(RunnerTest, NonZeroReturnIsReported) {
     EXPECT_FALSE(call.inputs_changed);
     EXPECT_FALSE(call.ok());
   }
+}
+
+// The harness says so when the workspace it was asked for could not be had: the call's failure may then be the
+// memory other jobs hold (verify judges it again alone).
+TEST_F(RunnerTest, AWorkspaceRequestThatFailsIsReported) {
+  auto r = request(compile("starved", k_starved), {float_tensor("x", {4})}, {{DType::float32, {4}}}, {1});
+  EXPECT_EQ(run(r).code, 1) << m_stderr;
+  RunLog log = results();
+  ASSERT_EQ(log.calls.size(), 1u);
+  EXPECT_EQ(log.calls[0].rc, 3);
+  EXPECT_EQ(log.calls[0].workspace_error, "ctx->workspace(1152921504606846976 bytes) returned NULL: out of memory");
 }
 
 TEST_F(RunnerTest, UnwrittenOutputsStillHoldPoison) {

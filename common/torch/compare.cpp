@@ -29,6 +29,9 @@ std::string number(double value) {
   return text;
 }
 
+// Elements compared at once: float64 chunks of 256 MiB, a few times that in temporaries on a device.
+constexpr int64_t k_compare_chunk = int64_t(1) << 25;
+
 // What the checks need from one pass over the elements. first_* are -1 where nothing was found.
 struct Summary {
   int64_t first_bad_nonfinite = -1;  // NaN/Inf in the output where the reference is finite
@@ -141,22 +144,44 @@ Comparison compare_output(const at::Tensor& out_any, const at::Tensor& ref_any, 
     result.message = message.str();
     return result;
   }
-  // Compare in float64 on the reference's device; integer outputs compare exactly through the same path. Moved in
-  // its own dtype first, then converted there: a blocking copy to the GPU with a dtype change converts on the host
-  // into a fresh pageable tensor, where the move alone is one DMA from the runner's page-locked output region.
-  at::Tensor out = out_any.to(ref_any.device()).to(at::kDouble).flatten().contiguous();
-  at::Tensor ref = ref_any.to(at::kDouble).flatten().contiguous();
-  if (out.numel() == 0) {
+  const int64_t n = out_any.numel();
+  if (n == 0) {
     result.ok = true;
     return result;
   }
-  const bool fused = path == ComparePath::fused || (path == ComparePath::automatic && ref.is_cpu());
-  const Summary s = fused ? summarize_fused(out, ref, tolerance) : summarize_aten(out, ref, tolerance);
+  // Compare in float64 on the reference's device; integer outputs compare exactly through the same path. In chunks,
+  // so that the float64 copies and the temporaries fit beside a full-size task's tensors (a 6 GiB float32 output
+  // made about 60 GiB of them at once). Each chunk is moved in its own dtype first, then converted there: a blocking
+  // copy to the GPU with a dtype change converts on the host into a fresh pageable tensor, where the move alone is
+  // one DMA from the runner's page-locked output region.
+  const at::Tensor out_flat = out_any.reshape({-1});
+  const at::Tensor ref_flat = ref_any.reshape({-1});
+  const bool fused = path == ComparePath::fused || (path == ComparePath::automatic && ref_any.is_cpu());
+  Summary s;
+  double ref_sq = 0, diff_sq = 0;
+  for (int64_t begin = 0; begin < n; begin += k_compare_chunk) {
+    const int64_t end = std::min(n, begin + k_compare_chunk);
+    at::Tensor out = out_flat.slice(0, begin, end).to(ref_any.device()).to(at::kDouble).contiguous();
+    at::Tensor ref = ref_flat.slice(0, begin, end).to(at::kDouble).contiguous();
+    const Summary part = fused ? summarize_fused(out, ref, tolerance) : summarize_aten(out, ref, tolerance);
+    if (s.first_bad_nonfinite < 0 && part.first_bad_nonfinite >= 0)
+      s.first_bad_nonfinite = begin + part.first_bad_nonfinite;
+    if (s.first_over < 0 && part.first_over >= 0) s.first_over = begin + part.first_over;
+    s.over += part.over;
+    s.max_abs = std::max(s.max_abs, part.max_abs);
+    s.max_rel = std::max(s.max_rel, part.max_rel);
+    ref_sq += part.ref_norm * part.ref_norm;
+    diff_sq += part.diff_norm * part.diff_norm;
+  }
+  s.ref_norm = std::sqrt(ref_sq);
+  s.diff_norm = std::sqrt(diff_sq);
+  auto out_at = [&](int64_t i) { return out_flat[i].item<double>(); };
+  auto ref_at = [&](int64_t i) { return ref_flat[i].item<double>(); };
   if (s.first_bad_nonfinite >= 0) {
     const int64_t at_index = s.first_bad_nonfinite;
-    bool is_nan = std::isnan(out[at_index].item<double>());
+    bool is_nan = std::isnan(out_at(at_index));
     result.message = std::string(is_nan ? "NaN" : "Inf") + " at " + format_index(out_any, at_index) +
-                     " where the reference is " + number(ref[at_index].item<double>()) +
+                     " where the reference is " + number(ref_at(at_index)) +
                      (is_nan ? " (an unwritten element stays NaN)" : "");
     return result;
   }
@@ -165,9 +190,9 @@ Comparison compare_output(const at::Tensor& out_any, const at::Tensor& ref_any, 
   result.rel_l2 = s.ref_norm > 0 ? s.diff_norm / s.ref_norm : s.diff_norm;
   if (s.over > 0) {
     const int64_t at_index = s.first_over;
-    result.message = "mismatch at " + format_index(out_any, at_index) + ": got " +
-                     number(out[at_index].item<double>()) + ", expected " + number(ref[at_index].item<double>()) +
-                     " (" + std::to_string(s.over) + " of " + std::to_string(out.numel()) + " elements off; max_abs " +
+    result.message = "mismatch at " + format_index(out_any, at_index) + ": got " + number(out_at(at_index)) +
+                     ", expected " + number(ref_at(at_index)) + " (" + std::to_string(s.over) + " of " +
+                     std::to_string(n) + " elements off; max_abs " +
                      number(result.max_abs) + ", atol " + number(tolerance.atol) + ", rtol " + number(tolerance.rtol) +
                      ")";
     return result;

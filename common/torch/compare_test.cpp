@@ -40,6 +40,28 @@ TEST(CompareTest, FiniteWhereTheReferenceIsNotFiniteFails) {
 }
 
 // The fused cpu pass and the ATen ops give one answer: verdict, the element a message names, and the statistics.
+// Past one chunk of the comparison (2^25 elements): indices, counts and norms are those of the whole tensor.
+TEST(CompareTest, ALargeOutputIsComparedInChunksAsAWhole) {
+  const int64_t n = (int64_t(1) << 25) + 1000;
+  at::Tensor ref = at::ones({2, n / 2}, at::kFloat);
+  at::Tensor out = ref.clone();
+  out[1][n / 2 - 10] = 3.0f;  // in the second chunk
+  out[1][n / 2 - 1] = 4.0f;
+  for (ComparePath path : {ComparePath::fused, ComparePath::aten}) {
+    Comparison c = compare_output(out, ref, {}, path);
+    EXPECT_FALSE(c.ok);
+    EXPECT_EQ(c.max_abs, 3.0);
+    EXPECT_NEAR(c.rel_l2, std::sqrt(4.0 + 9.0) / std::sqrt(double(n)), 1e-12);
+    EXPECT_NE(c.message.find("mismatch at [1, " + std::to_string(n / 2 - 10) + "]: got 3, expected 1 (2 of " +
+                             std::to_string(n) + " elements off"),
+              std::string::npos)
+        << c.message;
+  }
+  out = ref.clone();
+  out[0][7] = NAN;
+  EXPECT_NE(compare_output(out, ref, {}).message.find("NaN at [0, 7]"), std::string::npos);
+}
+
 TEST(CompareTest, FusedAndAtenPathsAgree) {
   at::manual_seed(7);
   const int64_t n = 300000;  // several chunks of the fused pass

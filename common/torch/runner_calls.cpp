@@ -719,7 +719,10 @@ std::optional<CallFailure> call_failure(const RunnerOutcome& outcome, size_t ind
   }
   const CallReport& report = *call.report;
   if (!report.cuda_error.empty()) return CallFailure{"run", label + ": CUDA error " + report.cuda_error};
-  if (report.rc != 0) return CallFailure{"run", label + ": ca_forward returned " + std::to_string(report.rc)};
+  if (report.rc != 0) {
+    return CallFailure{"run", label + ": ca_forward returned " + std::to_string(report.rc) +
+                                  (report.workspace_error.empty() ? "" : " after " + report.workspace_error)};
+  }
   if (report.inputs_changed)
     return CallFailure{"run", label + ": the candidate modified its inputs; inputs must stay unchanged"};
   if (report.own_launches == 0) {
