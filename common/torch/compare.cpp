@@ -192,9 +192,8 @@ Comparison compare_output(const at::Tensor& out_any, const at::Tensor& ref_any, 
     const int64_t at_index = s.first_over;
     result.message = "mismatch at " + format_index(out_any, at_index) + ": got " + number(out_at(at_index)) +
                      ", expected " + number(ref_at(at_index)) + " (" + std::to_string(s.over) + " of " +
-                     std::to_string(n) + " elements off; max_abs " +
-                     number(result.max_abs) + ", atol " + number(tolerance.atol) + ", rtol " + number(tolerance.rtol) +
-                     ")";
+                     std::to_string(n) + " elements off; max_abs " + number(result.max_abs) + ", atol " +
+                     number(tolerance.atol) + ", rtol " + number(tolerance.rtol) + ")";
     return result;
   }
   if (s.ref_norm > 0 && result.rel_l2 > tolerance.rtol) {

@@ -461,7 +461,8 @@ const std::vector<std::pair<std::string, std::string>> k_pattern_tasks = {
                   {"op":"aten::broadcast_tensors","args":[["%a","%r"]],"out":["bt"]},
                   {"op":"aten::l1_loss","args":["%bt[0]","%bt[1]",0],"out":["bl"]}],
          "outputs":["l1","l2","l3","l4","l5","l6","cs","pd","b1","b2","sm","he","mr","ce","pn","d","l7","bl"]})"},
-    // bool values: comparisons and tests as outputs and operands, logical ops, selects (an -inf literal among them).
+    // bool values: comparisons and tests as outputs and operands, logical ops, selects (an -inf literal among them),
+    // and a bool made float32 by an op that promotes it (exp, sigmoid).
     {"comparisons_and_selects",
      R"({"inputs":[{"name":"x","dtype":"float32","shape":[6,40]},{"name":"y","dtype":"float32","shape":[40]},
                    {"name":"m","dtype":"bool","shape":[6,40],"init":{"randint":[0,2]}}],
@@ -478,8 +479,10 @@ const std::vector<std::pair<std::string, std::string>> k_pattern_tasks = {
                   {"op":"aten::mul.Tensor","args":["%g","%x"],"out":["gx"]},
                   {"op":"aten::sum.dim_IntList","args":["%gx",[1]],"out":["gs"]},
                   {"op":"aten::eq.Tensor","args":["%g","%m"],"out":["q"]},
-                  {"op":"aten::logical_not","args":["%q"],"out":["nq"]}],
-         "outputs":["g","a","w","e","sb","mf","ws","gs","nq","g"]})"},
+                  {"op":"aten::logical_not","args":["%q"],"out":["nq"]},
+                  {"op":"aten::exp","args":["%l"],"out":["el"]},
+                  {"op":"aten::sigmoid","args":["%m"],"out":["sm"]}],
+         "outputs":["g","a","w","e","sb","mf","ws","gs","nq","g","el","sm"]})"},
 };
 
 TEST(KernelWriterTest, NamesEveryUncoveredNodeWithItsReason) {

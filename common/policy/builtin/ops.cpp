@@ -73,12 +73,12 @@ void Lowering::note_pattern(const std::string& pattern) {
   m_plan.patterns.push_back(pattern);
 }
 
-std::expected<int, std::string> Lowering::pointwise(std::string expr, std::vector<int> args, BoolOperands bools) {
+std::expected<int, std::string> Lowering::pointwise(std::string expr, std::vector<int> args, Operands rule) {
   auto is_float = [&](int arg) {
     const int dtype = m_plan.vals[arg].dtype;
-    return dtype == 0 || (bools == BoolOperands::exact && dtype == static_cast<int>(DType::boolean));
+    return dtype == 0 || (rule == Operands::bools_exact && dtype == static_cast<int>(DType::boolean));
   };
-  if (!args.empty() && std::ranges::none_of(args, is_float)) {
+  if (rule != Operands::promoted && !args.empty() && std::ranges::none_of(args, is_float)) {
     const Val& val = m_plan.vals[args[0]];
     return std::unexpected("reads " + std::string(dtype_name(static_cast<DType>(val.dtype))) + " value " +
                            std::to_string(args[0]) + " with no float32 operand beside it");

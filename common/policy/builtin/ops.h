@@ -14,8 +14,10 @@
 
 namespace ca::builtin {
 
-/// Whether pointwise() counts a bool operand as integer (arithmetic, where it promotes) or as exact as float32.
-enum class BoolOperands { integer, exact };
+/// Which operands pointwise() takes besides float32 ones. float_beside: an integer or bool one only beside a float32
+/// operand (arithmetic, where type promotion makes the result float32); bools_exact: bools too (comparisons, logical
+/// ops and selects, exact on 0 and 1); promoted: any (the ops that promote integers to float, exp or sin).
+enum class Operands { float_beside, bools_exact, promoted };
 
 /// What an op handler works on: the plan so far and the values of the node's arguments.
 class Lowering {
@@ -37,10 +39,10 @@ class Lowering {
   void set_dtype(int id, DType dtype) { m_plan.vals[id].dtype = static_cast<int>(dtype); }
   int add(Val val);
   void add_step(Step step);
-  /// A pointwise value over `args` (right-aligned broadcasting), or an error when the shapes do not broadcast or no
-  /// arg is float32 (BoolOperands::exact: or bool, for comparisons, logical ops and selects, exact on 0 and 1).
+  /// A pointwise value over `args` (right-aligned broadcasting), or an error when the shapes do not broadcast or the
+  /// args' dtypes break `rule`.
   std::expected<int, std::string> pointwise(std::string expr, std::vector<int> args,
-                                            BoolOperands bools = BoolOperands::integer);
+                                            Operands rule = Operands::float_beside);
   void bind(const std::string& name, int id) { m_names[name] = id; }
   void forbid(const std::string& name, std::string reason) { m_unusable[name] = std::move(reason); }
   /// `name` (an integer or bool input, argmax's indices) is refused as tensor() but readable as operand().

@@ -39,7 +39,7 @@ OpEntry bool_op(std::string schema, std::vector<std::string> tensors, std::strin
     if (!ids) return std::unexpected(ids.error());
     auto filled = with_scalars(expr, args, scalars);
     if (!filled) return std::unexpected(filled.error());
-    return bind_bool(lowering, node, lowering.pointwise(*filled, *ids, BoolOperands::exact));
+    return bind_bool(lowering, node, lowering.pointwise(*filled, *ids, Operands::bools_exact));
   };
   return {std::move(schema), std::move(handler)};
 }
@@ -56,7 +56,8 @@ OpEntry select_op(std::string schema, std::string cond, std::vector<std::string>
     auto ids = operands(lowering, args, values);
     if (!ids) return std::unexpected(ids.error());
     auto is_float = [&](int id) { return lowering.val(id).dtype == 0; };
-    const bool any_float = first_decides ? !ids->empty() && is_float(ids->front()) : std::ranges::any_of(*ids, is_float);
+    const bool any_float =
+        first_decides ? !ids->empty() && is_float(ids->front()) : std::ranges::any_of(*ids, is_float);
     // Two scalars: an integer pair makes an int64 result.
     const bool float_scalar = std::ranges::any_of(scalars, [&](const std::string& name) {
       return args.at(name).is_number_float() || parse_special_float(args.at(name));
@@ -65,7 +66,7 @@ OpEntry select_op(std::string schema, std::string cond, std::vector<std::string>
     auto filled = with_scalars(expr, args, scalars);
     if (!filled) return std::unexpected(filled.error());
     ids->insert(ids->begin(), *selector);
-    auto out = lowering.pointwise(*filled, *ids, BoolOperands::exact);
+    auto out = lowering.pointwise(*filled, *ids, Operands::bools_exact);
     if (!out) return std::unexpected(out.error());
     lowering.bind(node.outputs[0], *out);
     return {};
@@ -86,8 +87,8 @@ void register_compare_ops(std::map<std::string, OpEntry>& t) {
                                        "(float)($0 " + std::string(op) + " {other})", {"other"});
   }
   const std::pair<const char*, const char*> tests[] = {
-      {"isnan", "(float)($0 != $0)"},          {"isinf", "(float)(fabsf($0) == INFINITY)"},
-      {"isfinite", "(float)($0 - $0 == 0.f)"}, {"isposinf", "(float)($0 == INFINITY)"},
+      {"isnan", "(float)($0 != $0)"},           {"isinf", "(float)(fabsf($0) == INFINITY)"},
+      {"isfinite", "(float)($0 - $0 == 0.f)"},  {"isposinf", "(float)($0 == INFINITY)"},
       {"isneginf", "(float)($0 == -INFINITY)"}, {"signbit", "(float)(signbit($0) != 0)"},
       {"logical_not", "(float)($0 == 0.f)"}};
   for (const auto& [name, expr] : tests)
@@ -102,20 +103,20 @@ void register_compare_ops(std::map<std::string, OpEntry>& t) {
 
   t["aten::where.self"] = select_op("aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
                                     "condition", {"self", "other"}, "($0 != 0.f ? $1 : $2)");
-  t["aten::where.ScalarSelf"] = select_op(
-      "aten::where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor", "condition", {"other"},
-      "($0 != 0.f ? {self} : $1)", {"self"});
-  t["aten::where.ScalarOther"] = select_op(
-      "aten::where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor", "condition", {"self"},
-      "($0 != 0.f ? $1 : {other})", {"other"});
+  t["aten::where.ScalarSelf"] =
+      select_op("aten::where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor", "condition", {"other"},
+                "($0 != 0.f ? {self} : $1)", {"self"});
+  t["aten::where.ScalarOther"] =
+      select_op("aten::where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor", "condition", {"self"},
+                "($0 != 0.f ? $1 : {other})", {"other"});
   t["aten::where.Scalar"] = select_op("aten::where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor",
                                       "condition", {}, "($0 != 0.f ? {self} : {other})", {"self", "other"});
   t["aten::masked_fill.Scalar"] =
       select_op("aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor", "mask", {"self"},
                 "($0 != 0.f ? {value} : $1)", {"value"}, true);
-  t["aten::masked_fill.Tensor"] = select_op(
-      "aten::masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor", "mask", {"self", "value"},
-      "($0 != 0.f ? $2 : $1)", {}, true);
+  t["aten::masked_fill.Tensor"] =
+      select_op("aten::masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor", "mask", {"self", "value"},
+                "($0 != 0.f ? $2 : $1)", {}, true);
 }
 
 }  // namespace ca::builtin

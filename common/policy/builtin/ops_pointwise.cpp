@@ -1,5 +1,6 @@
 // Pointwise ops (activations, arithmetic with broadcasting and scalar args) and views (reshape, permute).
 #include <cmath>
+#include <set>
 
 #include "policy/builtin/emit_util.h"
 #include "policy/builtin/ops_util.h"
@@ -22,8 +23,8 @@ using Result = std::expected<void, std::string>;
 
 // An op whose tensor args (by schema name) feed `expr` as $0, $1, ... and whose scalar args fill {name}s.
 OpEntry pointwise_op(std::string schema, std::vector<std::string> tensors, std::string expr,
-                     std::vector<std::string> scalars = {}) {
-  OpHandler handler = [tensors, expr, scalars](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                     std::vector<std::string> scalars = {}, Operands rule = Operands::float_beside) {
+  OpHandler handler = [=](Lowering& lowering, const Json& args, const Node& node) -> Result {
     std::vector<int> ids;
     for (const std::string& name : tensors) {
       auto id = lowering.operand(args.at(name));
@@ -32,7 +33,7 @@ OpEntry pointwise_op(std::string schema, std::vector<std::string> tensors, std::
     }
     auto filled = with_scalars(expr, args, scalars);
     if (!filled) return std::unexpected(filled.error());
-    auto out = lowering.pointwise(*filled, ids);
+    auto out = lowering.pointwise(*filled, ids, rule);
     if (!out) return std::unexpected(out.error());
     lowering.bind(node.outputs[0], *out);
     return {};
@@ -40,8 +41,20 @@ OpEntry pointwise_op(std::string schema, std::vector<std::string> tensors, std::
   return {std::move(schema), std::move(handler)};
 }
 
+// The unary ops that make an integer or bool tensor float32 (ATen's int-to-float promotion: exp(x > 0) is a float
+// tensor of 1 and e); the others (abs, neg, relu, floor, ...) keep the integer dtype, so they need a float32 operand.
+bool promotes_to_float(const std::string& name) {
+  static const std::set<std::string> names = {
+      "exp",        "exp2", "expm1",  "log",   "log2",    "log10",       "log1p",      "sqrt",
+      "rsqrt",      "sin",  "cos",    "tan",   "tanh",    "asin",        "acos",       "atan",
+      "sinh",       "cosh", "asinh",  "acosh", "atanh",   "erf",         "erfc",       "sigmoid",
+      "reciprocal", "sinc", "lgamma", "i0",    "digamma", "special_i0e", "special_i1", "special_i1e"};
+  return names.contains(name);
+}
+
 OpEntry unary(const std::string& name, const std::string& expr) {
-  return pointwise_op("aten::" + name + "(Tensor self) -> Tensor", {"self"}, expr);
+  return pointwise_op("aten::" + name + "(Tensor self) -> Tensor", {"self"}, expr, {},
+                      promotes_to_float(name) ? Operands::promoted : Operands::float_beside);
 }
 
 // pow with a literal exponent: small integer powers as products, as ATen does.
