@@ -1,7 +1,8 @@
 // Comparisons, tests and logical ops (bool values), and the ops that select by a bool (where, masked_fill).
 //
 // A bool value is computed as a float 0 or 1 (exact), stored as one byte where it is an output, and read only as an
-// operand: by a select, a logical op, or arithmetic beside a float32 operand (where type promotion makes it float32).
+// operand: by a select, a logical op, arithmetic beside a float32 operand (where type promotion makes it float32), or a
+// unary op that promotes it to float (exp).
 #include "policy/builtin/ops_util.h"
 
 namespace ca::builtin {
