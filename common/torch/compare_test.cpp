@@ -39,7 +39,6 @@ TEST(CompareTest, FiniteWhereTheReferenceIsNotFiniteFails) {
   EXPECT_TRUE(compare_output(values({1.0, NAN, INFINITY}), values({1.0, NAN, INFINITY}), {}).ok);
 }
 
-// The fused cpu pass and the ATen ops give one answer: verdict, the element a message names, and the statistics.
 // Past one chunk of the comparison (2^25 elements): indices, counts and norms are those of the whole tensor.
 TEST(CompareTest, ALargeOutputIsComparedInChunksAsAWhole) {
   const int64_t n = (int64_t(1) << 25) + 1000;
@@ -62,6 +61,7 @@ TEST(CompareTest, ALargeOutputIsComparedInChunksAsAWhole) {
   EXPECT_NE(compare_output(out, ref, {}).message.find("NaN at [0, 7]"), std::string::npos);
 }
 
+// The fused cpu pass and the ATen ops give one answer: verdict, the element a message names, and the statistics.
 TEST(CompareTest, FusedAndAtenPathsAgree) {
   at::manual_seed(7);
   const int64_t n = 300000;  // several chunks of the fused pass

@@ -187,6 +187,17 @@ std::expected<double, std::string> number(const Json& args, const std::string& n
   return value.get<double>();
 }
 
+std::expected<std::vector<int>, std::string> operands(Lowering& lowering, const Json& args,
+                                                      const std::vector<std::string>& names) {
+  std::vector<int> ids;
+  for (const std::string& name : names) {
+    auto id = lowering.operand(args.at(name));
+    if (!id) return std::unexpected(id.error());
+    ids.push_back(*id);
+  }
+  return ids;
+}
+
 std::expected<std::vector<int64_t>, std::string> int_list(const Json& args, const std::string& name, size_t length) {
   const Json& value = args.at(name);
   if (value.is_number_integer()) return std::vector<int64_t>(length, value.get<int64_t>());

@@ -19,18 +19,6 @@ Result bind_bool(Lowering& lowering, const Node& node, std::expected<int, std::s
   return {};
 }
 
-// The operands named `tensors` (their values, in order), or the first error.
-std::expected<std::vector<int>, std::string> operands(Lowering& lowering, const Json& args,
-                                                      const std::vector<std::string>& tensors) {
-  std::vector<int> ids;
-  for (const std::string& name : tensors) {
-    auto id = lowering.operand(args.at(name));
-    if (!id) return std::unexpected(id.error());
-    ids.push_back(*id);
-  }
-  return ids;
-}
-
 // An op with a bool result: its tensor args feed `expr` as $0, $1, ..., its scalar args fill {name}s. Operands are
 // float32 or bool (an integer input only beside a float32 one): the comparison is then exact as ATen's.
 OpEntry bool_op(std::string schema, std::vector<std::string> tensors, std::string expr,

@@ -25,15 +25,11 @@ using Result = std::expected<void, std::string>;
 OpEntry pointwise_op(std::string schema, std::vector<std::string> tensors, std::string expr,
                      std::vector<std::string> scalars = {}, Operands rule = Operands::float_beside) {
   OpHandler handler = [=](Lowering& lowering, const Json& args, const Node& node) -> Result {
-    std::vector<int> ids;
-    for (const std::string& name : tensors) {
-      auto id = lowering.operand(args.at(name));
-      if (!id) return std::unexpected(id.error());
-      ids.push_back(*id);
-    }
+    auto ids = operands(lowering, args, tensors);
+    if (!ids) return std::unexpected(ids.error());
     auto filled = with_scalars(expr, args, scalars);
     if (!filled) return std::unexpected(filled.error());
-    auto out = lowering.pointwise(*filled, ids, rule);
+    auto out = lowering.pointwise(*filled, *ids, rule);
     if (!out) return std::unexpected(out.error());
     lowering.bind(node.outputs[0], *out);
     return {};

@@ -16,6 +16,9 @@ std::expected<double, std::string> number(const Json& args, const std::string& n
 /// `expr` with its {name} placeholders filled by the float literals of the named scalar args.
 std::expected<std::string, std::string> with_scalars(std::string expr, const Json& args,
                                                      const std::vector<std::string>& names);
+/// The values of the tensor args named (Lowering::operand: integer and bool inputs too), in order, or the first error.
+std::expected<std::vector<int>, std::string> operands(Lowering& lowering, const Json& args,
+                                                      const std::vector<std::string>& names);
 /// An int list argument; a single int is repeated `length` times (int[2] stride = 2 -> [2, 2]).
 std::expected<std::vector<int64_t>, std::string> int_list(const Json& args, const std::string& name, size_t length = 1);
 /// `dim` wrapped into [0, rank), or an error.
