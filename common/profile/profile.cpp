@@ -274,7 +274,7 @@ std::expected<Json, std::string> profile_candidate(const Json& task, const Json&
 
   Method eager = [&](const std::vector<at::Tensor>& inputs) { return interpreter->run(inputs); };
   Method compiled_run = [&](const std::vector<at::Tensor>& inputs) { return compiled->run(inputs); };
-  RunnerOptions runner{backend, options.limits, options.runner, options.num_threads};
+  RunnerOptions runner{backend, options.limits, options.runner, options.num_threads, /*timed=*/true};
   // Calls a round may have by the memory its outputs take.
   const double by_memory = k_round_output_bytes / std::max(1.0, double(output_bytes));
   // The largest round: timed calls as sized below (at least 2, at most max_calls and by_memory), plus the untimed

@@ -1,12 +1,15 @@
 #include "timing/clock.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <expected>
 #include <fstream>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -49,45 +52,58 @@ void sweep(uint8_t* data, size_t bytes, uint8_t value) {
   for (size_t i = 0; i < bytes; i += 64) line[i] = value;
 }
 
-// Bytes one flush writes (see choose_flush_bytes), measured once a process: the runner and the tools each make
-// clocks, and the answer is the machine's.
-size_t measured_flush_bytes() {
-  static const size_t bytes = [] {
-    const size_t cap = std::min(2 * last_level_cache_bytes(), k_max_cpu_flush_bytes);
-    const size_t probe_bytes = std::min(k_flush_probe_bytes, cap / 2);
-    std::vector<uint8_t> probe(probe_bytes, 1), flush_buffer(cap, 0);
-    uint8_t round = 0;
-    volatile uint64_t sink = 0;
-    // Touch the probe (as a call's inputs are touched before the flush), write `flush` bytes, time a read of it.
-    auto probe_us = [&](size_t flush) {
-      double best = 0;
-      for (int repeat = 0; repeat < 3; ++repeat) {  // the least of three: an interrupt only ever adds time
-        uint64_t sum = 0;
-        for (size_t i = 0; i < probe.size(); i += 64) sum += probe[i];
-        sweep(flush_buffer.data(), flush, ++round);
-        auto start = Steady::now();
-        for (size_t i = 0; i < probe.size(); i += 64) sum += probe[i];
-        double us = micros(Steady::now() - start);
-        sink = sink + sum;
-        best = repeat == 0 ? us : std::min(best, us);
-      }
-      return best;
-    };
-    // The largest of three choices: on a shared machine a neighbour's burst can make one ladder look evicted early.
-    size_t chosen = 0;
-    for (int ladder = 0; ladder < 3; ++ladder) {
-      chosen = std::max(chosen, choose_flush_bytes(probe_us, probe_bytes, cap));
+// What it takes to evict a probe (see choose_flush_bytes), measured.
+size_t measure_flush_bytes() {
+  const size_t cap = std::min(2 * last_level_cache_bytes(), k_max_cpu_flush_bytes);
+  const size_t probe_bytes = std::min(k_flush_probe_bytes, cap / 2);
+  std::vector<uint8_t> probe(probe_bytes, 1), flush_buffer(cap, 0);
+  uint8_t round = 0;
+  volatile uint64_t sink = 0;
+  // Touch the probe (as a call's inputs are touched before the flush), write `flush` bytes, time a read of it.
+  auto probe_us = [&](size_t flush) {
+    double best = 0;
+    for (int repeat = 0; repeat < 3; ++repeat) {  // the least of three: an interrupt only ever adds time
+      uint64_t sum = 0;
+      for (size_t i = 0; i < probe.size(); i += 64) sum += probe[i];
+      sweep(flush_buffer.data(), flush, ++round);
+      auto start = Steady::now();
+      for (size_t i = 0; i < probe.size(); i += 64) sum += probe[i];
+      double us = micros(Steady::now() - start);
+      sink = sink + sum;
+      best = repeat == 0 ? us : std::min(best, us);
     }
-    return chosen;
+    return best;
+  };
+  // The largest of three choices: on a shared machine a neighbour's burst can make one ladder look evicted early.
+  size_t chosen = 0;
+  for (int ladder = 0; ladder < 3; ++ladder) {
+    chosen = std::max(chosen, choose_flush_bytes(probe_us, probe_bytes, cap));
+  }
+  return chosen;
+}
+
+// Bytes one flush writes, decided once a process (the runner and the tools each make clocks, and the answer is the
+// machine's): CA_CPU_FLUSH_BYTES where it is set, else measured.
+size_t cpu_flush_bytes() {
+  static const size_t bytes = [] {
+    const char* given = std::getenv("CA_CPU_FLUSH_BYTES");
+    if (given == nullptr) return measure_flush_bytes();
+    auto parsed = parse_flush_bytes(given);
+    if (!parsed) throw std::runtime_error("CA_CPU_FLUSH_BYTES: " + parsed.error());
+    return *parsed;
   }();
   return bytes;
 }
 
+// The flush buffer is sized and allocated at the first flush, not at construction: a clock that only starts and
+// stops (the runner's, whose served calls the trusted side flushes) never pays for the measurement.
 class CpuClock final : public CallClock {
  public:
-  CpuClock() : m_flush(measured_flush_bytes()) {}
-
   void prepare() override {
+    if (!m_sized) {
+      m_flush.resize(cpu_flush_bytes());
+      m_sized = true;
+    }
     // A new value each time, so no store writes what the line already holds.
     sweep(m_flush.data(), m_flush.size(), ++m_round);
   }
@@ -96,10 +112,11 @@ class CpuClock final : public CallClock {
     double us = micros(Steady::now() - m_start);
     return {us, us};
   }
-  size_t flush_bytes() const override { return m_flush.size(); }
+  size_t flush_bytes() const override { return cpu_flush_bytes(); }
 
  private:
   std::vector<uint8_t> m_flush;
+  bool m_sized = false;  // m_flush has its size (which may be 0)
   uint8_t m_round = 0;
   Steady::time_point m_start;
 };
@@ -116,6 +133,20 @@ size_t choose_flush_bytes(const std::function<double(size_t)>& probe_us, size_t 
     if (probe_us(flush) >= hot + 0.75 * (cold - hot)) return std::min(cap, 2 * flush);
   }
   return cap;
+}
+
+std::expected<size_t, std::string> parse_flush_bytes(const std::string& text) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  const std::string suffix = text.substr(digits);
+  const int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
+  if (digits == 0 || digits > 12 || shift < 0)
+    return std::unexpected("'" + text + "' is not a byte count (digits, then K, M or G for 2^10, 2^20 or 2^30)");
+  const size_t bytes = std::stoull(text.substr(0, digits)) << shift;
+  if (bytes > k_max_cpu_flush_bytes)
+    return std::unexpected("'" + text + "' is more than the most a flush writes, " +
+                           std::to_string(k_max_cpu_flush_bytes >> 20) + "M");
+  return bytes;
 }
 
 std::unique_ptr<CallClock> make_cpu_clock() {

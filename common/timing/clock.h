@@ -41,11 +41,16 @@ class CallClock {
   virtual size_t flush_bytes() const = 0;
 };
 
-/// Host clock and a flush sized by what it takes to evict what a call touched before it: measured once a process
-/// (choose_flush_bytes over a probe of k_flush_probe_bytes), at most twice cpu0's last-level cache as sysfs reports
-/// it (else 32 MiB assumed) and k_max_cpu_flush_bytes. sysfs may report far more than one core can fill (480 MiB on
-/// one VM, about 1 GB written before every timed call).
+/// Host clock and a flush sized by what it takes to evict what a call touched before it: measured once a process, at
+/// the first flush (choose_flush_bytes over a probe of k_flush_probe_bytes), at most twice cpu0's last-level cache as
+/// sysfs reports it (else 32 MiB assumed) and k_max_cpu_flush_bytes. sysfs may report far more than one core can fill
+/// (480 MiB on one VM, about 1 GB written before every timed call). The environment's CA_CPU_FLUSH_BYTES, where set,
+/// is the size instead (parse_flush_bytes; a bad value throws at the first flush).
 std::unique_ptr<CallClock> make_cpu_clock();
+
+/// CA_CPU_FLUSH_BYTES's value: digits, then nothing (bytes) or K, M or G (2^10, 2^20, 2^30 bytes); at most
+/// k_max_cpu_flush_bytes; 0 flushes nothing. Or why it is not one.
+std::expected<size_t, std::string> parse_flush_bytes(const std::string& text);
 
 inline constexpr size_t k_flush_probe_bytes = size_t(1) << 20;
 inline constexpr size_t k_max_cpu_flush_bytes = size_t(1) << 30;

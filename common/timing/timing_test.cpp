@@ -40,6 +40,21 @@ TEST(ClockTest, CpuClockTimesTheRegionAndFlushesTwiceACache) {
   EXPECT_EQ(sample.device_us, sample.host_us);
 }
 
+// CA_CPU_FLUSH_BYTES: a byte count with an optional binary suffix, never more than a flush may write.
+TEST(ClockTest, AGivenFlushSizeIsReadAsBytes) {
+  EXPECT_EQ(parse_flush_bytes("0"), 0u);
+  EXPECT_EQ(parse_flush_bytes("4096"), 4096u);
+  EXPECT_EQ(parse_flush_bytes("32M"), size_t(32) << 20);
+  EXPECT_EQ(parse_flush_bytes("1G"), k_max_cpu_flush_bytes);
+  for (const char* bad : {"", "M", "32m", "32MiB", "-1", " 32M", "2G", "99999999999999"}) {
+    auto parsed = parse_flush_bytes(bad);
+    EXPECT_FALSE(parsed.has_value()) << bad;
+    if (!parsed) {
+      EXPECT_NE(parsed.error().find(std::string("'") + bad + "'"), std::string::npos) << parsed.error();
+    }
+  }
+}
+
 // A cache one core can fill with 32 MiB, on a machine whose sysfs reports 480 MiB (issue 24 item 6): the flush is
 // sized by the eviction it measures, not by the report.
 TEST(ClockTest, CpuFlushIsSizedByWhatEvictsTheProbe) {

@@ -195,7 +195,7 @@ struct RunnerSetup {
   std::optional<OutputRegion> inputs;
   OutputLayout input_layout;                        // one call's tensors
   std::vector<TensorSpec> tensors, signed_tensors;  // inputs then params, as drawn; signed: with_signed_inputs
-  std::unique_ptr<CallClock> clock;                 // cpu: its prepare() flushes the cache before each call
+  std::unique_ptr<CallClock> clock;                 // cpu, timed: its prepare() flushes the cache before each call
   Program program;
   std::string runner;
   SandboxSpec spec;
@@ -263,7 +263,7 @@ std::expected<RunnerSetup, std::string> set_up(const Program& program, const std
     if (!inputs) return Error(inputs.error());
     if (auto given = hand_over(*inputs); !given) return Error(given.error());
     setup.inputs.emplace(std::move(*inputs));
-    setup.clock = make_cpu_clock();
+    if (options.timed) setup.clock = make_cpu_clock();
   }
   setup.runner = options.runner.empty() ? executable_dir() + "/ca-runner" : options.runner;
   setup.spec.workdir = setup.run_dir->path();
@@ -579,7 +579,7 @@ std::expected<RunnerOutcome, std::string> RunnerSession::run(const std::vector<R
       auto placed = place_inputs(s.setup, calls[i], i);
       if (!placed) return Error(placed.error());
       input_hashes = std::move(*placed);
-      s.setup.clock->prepare();
+      if (s.setup.clock) s.setup.clock->prepare();
       cpu_before = s.sandbox->command_cpu_us();
       s.sandbox->thaw();
       auto end = held("end", i);

@@ -30,6 +30,10 @@ struct RunnerOptions {
   SandboxLimits limits;
   std::string runner;  // path of ca-runner; default: beside this executable
   int num_threads = 1;
+  /// cpu: the calls are timed, so the cache is flushed before each one (and before the pings that measure the
+  /// runner's own overhead). Verification reads outputs, not times, and skips what a flush costs: a sweep of up to
+  /// twice the last-level cache a call, and the flush's size measured once a process (timing/clock.h).
+  bool timed = false;
 };
 
 struct RunnerCallResult {
