@@ -142,11 +142,11 @@ std::expected<size_t, std::string> parse_flush_bytes(const std::string& text) {
   const int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
   if (digits == 0 || digits > 12 || shift < 0)
     return std::unexpected("'" + text + "' is not a byte count (digits, then K, M or G for 2^10, 2^20 or 2^30)");
-  const size_t bytes = std::stoull(text.substr(0, digits)) << shift;
-  if (bytes > k_max_cpu_flush_bytes)
+  const size_t count = std::stoull(text.substr(0, digits));
+  if (count > k_max_cpu_flush_bytes >> shift)  // compared before the shift, which could wrap around
     return std::unexpected("'" + text + "' is more than the most a flush writes, " +
                            std::to_string(k_max_cpu_flush_bytes >> 20) + "M");
-  return bytes;
+  return count << shift;
 }
 
 std::unique_ptr<CallClock> make_cpu_clock() {
