@@ -1,7 +1,8 @@
 #include "timing/clock.h"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -136,17 +137,24 @@ size_t choose_flush_bytes(const std::function<double(size_t)>& probe_us, size_t 
 }
 
 std::expected<size_t, std::string> parse_flush_bytes(const std::string& text) {
-  size_t digits = 0;
-  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
-  const std::string suffix = text.substr(digits);
-  const int shift = suffix.empty() ? 0 : suffix == "K" ? 10 : suffix == "M" ? 20 : suffix == "G" ? 30 : -1;
-  if (digits == 0 || digits > 12 || shift < 0)
+  // The size syntax of every byte-count flag (ca-sandbox exec --memory): CLI11's, K, M, G as powers of 1024.
+  std::string value = text;
+  std::string error;
+  try {
+    error = CLI::AsSizeValue(false)(value);
+  } catch (const CLI::ValidationError& e) {
+    error = e.what();
+  }
+  // CLI11 reads a bare suffix as one unit and lets a count past 64 bits through: digits first, and a checked count.
+  const bool numeral = !text.empty() && text[0] >= '0' && text[0] <= '9' && !value.empty() && value.size() < 20 &&
+                       value.find_first_not_of("0123456789") == std::string::npos;
+  if (!error.empty() || !numeral)
     return std::unexpected("'" + text + "' is not a byte count (digits, then K, M or G for 2^10, 2^20 or 2^30)");
-  const size_t count = std::stoull(text.substr(0, digits));
-  if (count > k_max_cpu_flush_bytes >> shift)  // compared before the shift, which could wrap around
+  const unsigned long long bytes = std::stoull(value);
+  if (bytes > k_max_cpu_flush_bytes)
     return std::unexpected("'" + text + "' is more than the most a flush writes, " +
                            std::to_string(k_max_cpu_flush_bytes >> 20) + "M");
-  return count << shift;
+  return size_t(bytes);
 }
 
 std::unique_ptr<CallClock> make_cpu_clock() {

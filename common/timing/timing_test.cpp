@@ -46,7 +46,8 @@ TEST(ClockTest, AGivenFlushSizeIsReadAsBytes) {
   EXPECT_EQ(parse_flush_bytes("4096"), 4096u);
   EXPECT_EQ(parse_flush_bytes("32M"), size_t(32) << 20);
   EXPECT_EQ(parse_flush_bytes("1G"), k_max_cpu_flush_bytes);
-  for (const char* bad : {"", "M", "32m", "32MiB", "-1", " 32M", "2G", "1025M", "17179869184G", "99999999999999"}) {
+  EXPECT_EQ(parse_flush_bytes("32m"), size_t(32) << 20) << "as ca-sandbox exec --memory reads sizes";
+  for (const char* bad : {"", "M", "-1", "32X", "2G", "1025M", "17179869184G", "99999999999999999999"}) {
     auto parsed = parse_flush_bytes(bad);
     EXPECT_FALSE(parsed.has_value()) << bad;
     if (!parsed) {
