@@ -16,6 +16,7 @@ Journal::Journal(Journal&& other) noexcept
     : m_path(std::move(other.m_path)),
       m_fd(std::exchange(other.m_fd, -1)),
       m_done(std::move(other.m_done)),
+      m_retried(other.m_retried),
       m_mutex(std::move(other.m_mutex)) {}
 
 Journal::~Journal() {
@@ -37,6 +38,7 @@ std::expected<Journal, std::string> Journal::open(const std::string& path, bool 
   auto kept = drop_torn_line(fd, path, *text);
   if (!kept) return std::unexpected(kept.error());
   const size_t whole = *kept;
+  std::string staying;  // the lines of the records that stay: all but the trajectories with an error
   size_t line = 0;
   for (size_t start = 0; start < whole;) {
     size_t end = text->find('\n', start);
@@ -48,11 +50,21 @@ std::expected<Journal, std::string> Journal::open(const std::string& path, bool 
     if (!record.is_object()) return std::unexpected(path + ":" + std::to_string(line) + ": not a JSON object");
     auto task_id = record.find("task_id");
     auto sample = record.find("sample");
-    if (record.value("kind", Json()) != "trajectory" || task_id == record.end() || !task_id->is_string() ||
-        sample == record.end() || !sample->is_number_integer()) {
+    bool trajectory = record.value("kind", Json()) == "trajectory" && task_id != record.end() &&
+                      task_id->is_string() && sample != record.end() && sample->is_number_integer();
+    if (trajectory && !record.value("error", Json()).is_null()) {
+      ++journal.m_retried;
       continue;
     }
-    journal.m_done.insert({task_id->get<std::string>(), sample->get<int>()});
+    staying += row + "\n";
+    if (trajectory) journal.m_done.insert({task_id->get<std::string>(), sample->get<int>()});
+  }
+  if (journal.m_retried > 0) {
+    // The file is replaced whole (a kill leaves the old one or the new one), then appended to as before.
+    if (auto written = write_file_atomic(path, staying); !written) return std::unexpected(written.error());
+    ::close(std::exchange(journal.m_fd, -1));
+    journal.m_fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (journal.m_fd < 0) return std::unexpected(path + ": " + std::strerror(errno));
   }
   return journal;
 }

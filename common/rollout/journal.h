@@ -24,8 +24,11 @@ class Journal {
   /// Opens `path` ("-": standard output, which cannot be resumed) for
   /// appending. Without `resume` a non-empty file is refused (a finished run
   /// is never overwritten). With it, the trajectories already there are read
-  /// into done(), and a last line cut short by a kill is removed. Errors name
-  /// the file (and line, for a record that is not JSON).
+  /// into done(), and a last line cut short by a kill is removed. A trajectory
+  /// with an `error` (the harness, the policy's endpoint or the judge failed,
+  /// not the kernel) is not done: its line is dropped from the file, so that
+  /// the episode runs again and the file keeps one record per episode. Errors
+  /// name the file (and line, for a record that is not JSON).
   static std::expected<Journal, std::string> open(const std::string& path, bool resume);
   Journal(Journal&& other) noexcept;
   Journal& operator=(Journal&&) = delete;
@@ -33,6 +36,8 @@ class Journal {
 
   /// (task_id, sample) of every trajectory found at open.
   const std::set<std::pair<std::string, int>>& done() const { return m_done; }
+  /// Trajectories found at open with an error, dropped to be run again.
+  size_t retried() const { return m_retried; }
   /// Appends `record` as one line and flushes it to the file. Thread-safe.
   /// Errors say why the write failed; a reader of stdout that went away is one too ("broken pipe").
   std::expected<void, std::string> append(const Json& record);
@@ -42,6 +47,7 @@ class Journal {
   std::string m_path;
   int m_fd = -1;
   std::set<std::pair<std::string, int>> m_done;
+  size_t m_retried = 0;
   std::unique_ptr<std::mutex> m_mutex = std::make_unique<std::mutex>();
 };
 

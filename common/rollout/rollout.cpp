@@ -124,6 +124,8 @@ ExitCode run_rollout(const RolloutOptions& options) {
     }
   }
   verbose(std::to_string(jobs.size()) + " episodes to run, " + std::to_string(journal->done().size()) + " done before");
+  if (journal->retried() > 0)
+    note(std::to_string(journal->retried()) + " episodes with an error in " + options.output + " run again");
 
   std::atomic<size_t> next{0};
   std::atomic<size_t> written{0}, with_error{0};

@@ -71,6 +71,26 @@ TEST_F(JournalTest, ResumesFromWhatIsThereAndDropsATornLastLine) {
             "{\"kind\":\"trajectory\",\"task_id\":\"b\",\"sample\":0}\n");
 }
 
+TEST_F(JournalTest, AResumeRunsAgainTheEpisodesWithAnError) {
+  const std::string good = R"({"kind":"trajectory","task_id":"a","sample":0,"error":null})";
+  const std::string other = R"({"kind":"note"})";
+  ASSERT_TRUE(write_file_atomic(m_path, good + "\n" +
+                                            R"({"kind":"trajectory","task_id":"b","sample":0,"error":"judge: oom"})"
+                                            "\n" + other + "\n"));
+  {
+    auto journal = Journal::open(m_path, true);
+    ASSERT_TRUE(journal) << journal.error();
+    EXPECT_EQ(journal->done(), (std::set<std::pair<std::string, int>>{{"a", 0}}));
+    EXPECT_EQ(journal->retried(), 1u);
+    EXPECT_EQ(read_file(m_path).value(), good + "\n" + other + "\n");
+    ASSERT_TRUE(journal->append({{"kind", "trajectory"}, {"task_id", "b"}, {"sample", 0}, {"error", nullptr}}));
+  }
+  auto again = Journal::open(m_path, true);
+  ASSERT_TRUE(again) << again.error();
+  EXPECT_EQ(again->done(), (std::set<std::pair<std::string, int>>{{"a", 0}, {"b", 0}}));
+  EXPECT_EQ(again->retried(), 0u);
+}
+
 TEST_F(JournalTest, NamesABrokenLineAndRefusesToResumeStdout) {
   ASSERT_TRUE(write_file_atomic(m_path, "{\"kind\": \"trajectory\"}\nnot json\n"));
   EXPECT_EQ(Journal::open(m_path, true).error(), m_path + ":2: not a JSON object");
