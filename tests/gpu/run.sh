@@ -24,7 +24,7 @@ pack() {
   [ "${PACK:-0}" = 1 ] || return 0
   (cd "$OUT" && find . -type f -size +"${PACK_FILE_MB:-4}"M -printf '%p %s\n' >left_out.txt &&
     find . -type f -size -"$((${PACK_FILE_MB:-4} * 1024))"k ! -name out.tgz -print0 >/tmp/ca-pack.list &&
-    tar czf /tmp/ca-out.tgz --null -T /tmp/ca-pack.list && find . -mindepth 1 -delete && mv /tmp/ca-out.tgz out.tgz)
+    { tar czf /tmp/ca-out.tgz --warning=no-file-changed --null -T /tmp/ca-pack.list || [ $? = 1 ]; } && find . -mindepth 1 -delete && mv /tmp/ca-out.tgz out.tgz)
 }
 trap pack EXIT
 # watch NAME: every 20 s, what the project's processes are doing (state, kernel wait channel, threads), so a step
@@ -35,9 +35,12 @@ watch() {
         grep -E 'ca-[a-z]+|bwrap|setpriv|python|nvcc|cicc|ptxas|g\+\+' | grep -v grep | cut -c1-220; } >>"$OUT/$1.ps" 2>&1
   done
 }
-step() {  # step NAME COMMAND...: runs a step (unless STEPS, a space-separated list, leaves it out), logs it, remembers a failure
+wants() {  # wants NAME: whether STEPS (a space-separated list; all steps when unset) has step NAME
+  [ -z "${STEPS:-}" ] || [[ " configure build $STEPS " == *" $1 "* ]]
+}
+step() {  # step NAME COMMAND...: runs a step (unless STEPS leaves it out), logs it, remembers a failure
   local name=$1 start=$SECONDS; shift
-  if [ -n "${STEPS:-}" ] && [[ " configure build $STEPS " != *" $name "* ]]; then return; fi
+  wants "$name" || return
   echo "== $name" | tee -a "$OUT/summary.txt"
   if [ -n "$end_at" ]; then
     local left=$((end_at - $(date +%s)))
@@ -89,10 +92,13 @@ step device_memory timeout "${DEVMEM_TIMEOUT:-300}" env CA_BIN="$PWD/build-gpu/b
 # Eight candidates verified at once, one taking the device: the others get the verdicts they get alone (issue 23).
 step eight_at_once timeout "${EIGHT_TIMEOUT:-300}" env CA_BIN="$PWD/build-gpu/bin" OUT="$OUT" bash tests/gpu/eight_at_once.sh
 # The GPU's clocks, power and temperature every 20 ms while the bench runs, to line up with its rounds (samples_began).
-nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
-  --format=csv,noheader,nounits -lms 20 >"$OUT/bench.clocks.csv" 2>&1 & clocks=$!
+# nvidia-smi's loop outlives a SIGTERM: it is killed outright, and waited for, before the pack reads its file.
+if wants bench; then
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv,noheader,nounits -lms 20 >"$OUT/bench.clocks.csv" 2>&1 & clocks=$!
+fi
 step bench timeout "${BENCH_TIMEOUT:-300}" bash bench/run.sh cuda "$OUT/bench"
-kill "$clocks" 2>/dev/null
+[ -z "${clocks:-}" ] || { kill -9 "$clocks"; wait "$clocks"; } 2>/dev/null
 # The CUDA examples through the warm judge: the same verdicts and rewards as the cold tools (issue 24 item 5).
 step judge_cuda_examples timeout "${JUDGE_EXAMPLES_TIMEOUT:-420}" env OUT="$OUT" bash tests/gpu/judge_cuda_examples.sh
 # Cold against warm (ca-judge serve) verify + profile of a changed kernel on the bench tasks (issue 24 item 5).
@@ -117,12 +123,13 @@ step agent_builtin timeout "${AGENT_TIMEOUT:-420}" env CA_BIN="$PWD/build-gpu/bi
 # Without SMOLLM2, SMOLLM2_CONFIG (default .smol/SmolLM2-135M-Instruct: its config and tokenizer, carried, no weights)
 # gives random weights of the same architecture (bench/random_checkpoint.py); tokens/s does not depend on their values.
 if [ -z "${SMOLLM2:-}" ] && [ -f "${SMOLLM2_CONFIG:-.smol/SmolLM2-135M-Instruct}/config.json" ] &&
-  [[ " ${STEPS:-ppo_bench} " == *" ppo_bench "* ]]; then
+  wants ppo_bench; then
   python3 bench/random_checkpoint.py "${SMOLLM2_CONFIG:-.smol/SmolLM2-135M-Instruct}" /tmp/ca-smollm2-random \
     >>"$OUT/summary.txt" 2>&1 && export SMOLLM2=/tmp/ca-smollm2-random
 fi
+# STEPS means this script's steps here; the bench's own STEPS (its timed steps) is PPO_STEPS.
 step ppo_bench timeout "${PPO_BENCH_TIMEOUT:-300}" env CA_BIN="$PWD/build-gpu/bin" CA_PYTHON="${CA_PYTHON:-python3}" \
-  bash bench/ppo_step.sh cuda
+  STEPS="${PPO_STEPS:-5}" bash bench/ppo_step.sh cuda
 # The training recipe (tests/gpu/train_recipe.sh; not yet run end to end): built-in -> rft -> value -> PPO, and PPO alone.
 step train_recipe timeout "${RECIPE_TIMEOUT:-540}" env CA_BIN="$PWD/build-gpu/bin" bash tests/gpu/train_recipe.sh "$OUT/recipe"
 # The full-size KernelBench import takes longest; it goes last, within what the machine's call has left.
