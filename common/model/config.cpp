@@ -51,6 +51,13 @@ std::expected<ModelConfig, std::string> parse_config(const Json& j) {
   }
   c.max_position_embeddings = j.value("max_position_embeddings", int64_t{2048});
   c.rms_norm_eps = j.value("rms_norm_eps", 1e-6);
+  // As nn.Embedding reads its padding_idx: a negative id counts from the end of the vocabulary.
+  if (const Json& pad = j.value("pad_token_id", Json()); !pad.is_null()) {
+    if (!pad.is_number_integer() || pad.get<int64_t>() < -c.vocab_size || pad.get<int64_t>() >= c.vocab_size) {
+      return std::unexpected("config.json: pad_token_id must be a token id within vocab_size, or null");
+    }
+    c.pad_token_id = (pad.get<int64_t>() + c.vocab_size) % c.vocab_size;
+  }
   c.tie_word_embeddings = j.value("tie_word_embeddings", c.architecture != Architecture::qwen2);
   c.attention_bias = c.architecture == Architecture::qwen2 || j.value("attention_bias", false);
   // transformers 5 writes rope_parameters (theta inside); 4.x wrote rope_theta and rope_scaling.

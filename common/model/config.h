@@ -34,6 +34,9 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   RopeScaling rope_scaling;
   bool tie_word_embeddings = false;
+  // The embedding row whose gradient stays zero, as transformers' nn.Embedding(padding_idx=pad_token_id); -1: none.
+  // SmolLM2's is <|im_end|>, a token every trajectory holds, so it changes what training does.
+  int64_t pad_token_id = -1;
   bool attention_bias = false;  // q/k/v biases (always on for Qwen2)
   Json raw;                     // the file as read, written back on save
 };

@@ -291,7 +291,7 @@ at::Tensor Transformer::hidden_states(const at::Tensor& ids, const at::Tensor& p
   const ModelConfig& c = m_config;
   const int64_t batch = ids.size(0), tokens = ids.size(1);
   const int64_t past = cache != nullptr ? cache->length : 0, total = past + tokens;
-  at::Tensor h = at::embedding(m_embed, ids);
+  at::Tensor h = at::embedding(m_embed, ids, m_config.pad_token_id);
   auto [cos, sin] = rope(positions, h.scalar_type());
   // Which keys each query may see: causal, not padding, and always itself (a padding row attending to
   // nothing would make NaNs that reach the real rows through 0 * NaN in the next layer's values).

@@ -87,6 +87,41 @@ TEST(ModelConfigTest, RejectsWhatItCannotRun) {
   EXPECT_NE(parse_config(j).error().find("hidden_size"), std::string::npos);
 }
 
+TEST(ModelConfigTest, ReadsThePaddingTokenAsNnEmbeddingDoes) {
+  Json j = tiny_config("llama");
+  EXPECT_EQ(parse_config(j)->pad_token_id, -1);  // none
+  j["pad_token_id"] = nullptr;
+  EXPECT_EQ(parse_config(j)->pad_token_id, -1);
+  j["pad_token_id"] = 2;
+  EXPECT_EQ(parse_config(j)->pad_token_id, 2);
+  j["pad_token_id"] = -1;  // from the end of the vocabulary
+  EXPECT_EQ(parse_config(j)->pad_token_id, 96);
+  for (Json bad : {Json(97), Json(-98), Json("2")}) {
+    j["pad_token_id"] = bad;
+    EXPECT_NE(parse_config(j).error().find("pad_token_id"), std::string::npos) << bad;
+  }
+}
+
+// transformers' embedding leaves the padding token's row out of the gradient (nn.Embedding's padding_idx); SmolLM2's
+// padding token is <|im_end|>, in every trajectory, so training that updated it would differ from transformers'.
+TEST(TransformerTest, ThePaddingTokensEmbeddingGetsNoGradientFromItsLookup) {
+  Json j = tiny_config("llama");
+  j["pad_token_id"] = 5;
+  auto config = parse_config(j);
+  ASSERT_TRUE(config) << config.error();
+  std::map<std::string, at::Tensor> weights = random_model("llama").weights();
+  for (auto& [name, w] : weights) w = w.detach().clone().requires_grad_(true);
+  auto m = Transformer::from_weights(*config, weights);
+  ASSERT_TRUE(m) << m.error();
+  at::Tensor ids = at::tensor({3, 5, 7, 5}, at::kLong).view({1, 4});
+  m->hidden_states(ids, at::arange(4).view({1, 4}), at::Tensor()).sum().backward();
+  at::Tensor grad = m->weights().at("model.embed_tokens.weight").grad();
+  ASSERT_TRUE(grad.defined());
+  EXPECT_EQ(grad[5].abs().max().item<double>(), 0.0);
+  EXPECT_GT(grad[3].abs().max().item<double>(), 0.0);
+  EXPECT_GT(grad[7].abs().max().item<double>(), 0.0);
+}
+
 TEST(TransformerTest, WrongShapeIsNamed) {
   auto c = parse_config(tiny_config("llama"));
   std::map<std::string, at::Tensor> w{{"model.embed_tokens.weight", at::zeros({5, 5})}};

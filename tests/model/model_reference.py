@@ -31,8 +31,9 @@ def tiny(args):
     tok = AutoTokenizer.from_pretrained(args.tokenizer)
     common = dict(vocab_size=len(tok), hidden_size=64, intermediate_size=176, num_hidden_layers=3,
                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512, rms_norm_eps=1e-5)
-    if args.arch == "llama":
+    if args.arch == "llama":  # SmolLM2's padding token is <|im_end|>, which every turn ends with
         cfg = AutoConfig.for_model("llama", tie_word_embeddings=True,
+                                   pad_token_id=tok.convert_tokens_to_ids("<|im_end|>"),
                                    rope_parameters={"rope_type": "llama3", "rope_theta": 50000.0, "factor": 8.0,
                                                     "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                                                     "original_max_position_embeddings": 64}, **common)
