@@ -8,7 +8,8 @@
 # kernel variant per task, the quickest full pass; ROLLOUT_JOBS episodes at once).
 # Over several calls of a machine with a time limit: IMPORT_JOBS imports at once (default 8); ROLLOUT_DEADLINE
 # (seconds; or ROLLOUT_END_AT, a time in seconds since the epoch) stops ca-rollout with SIGINT, which keeps every finished episode in trajectories.jsonl (its journal) and
-# leaves time for the summary; RESUME_FROM (a trajectories.jsonl of an earlier call) is resumed, its episodes kept.
+# leaves time for the summary; RESUME_FROM (a trajectories.jsonl of an earlier call) is resumed, its episodes kept
+# (those with an error run again).
 set -uo pipefail
 out=${1:?usage: agent_builtin.sh OUT_DIR}
 src=$(cd "$(dirname "$0")/../.." && pwd)

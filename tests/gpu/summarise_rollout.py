@@ -1,5 +1,6 @@
 """Per level: episodes, pass rate, share > 5% faster than eager and than torch.compile, geometric-mean speedups
-over passing episodes and with failures counted as 1.0. Usage: summarise_rollout.py TRAJECTORIES.jsonl"""
+over passing episodes and with failures counted as 1.0; then one row per episode (so that a log that comes back
+without the trajectories still has them). Usage: summarise_rollout.py TRAJECTORIES.jsonl"""
 import collections
 import json
 import math
@@ -41,3 +42,14 @@ for records in levels.values():
             failed[message.split(":")[0][:60]] += 1
 print("uncovered ops:", dict(uncovered.most_common()))
 print("covered but not passing, by the start of the message:", dict(failed.most_common()))
+
+print("task verdict candidate_us eager_us compile_us vs_eager vs_compile reward judge_s wall_s")
+fmt = lambda v, spec: format(v, spec) if isinstance(v, (int, float)) else "-"
+for level, records in sorted(levels.items()):
+    for r in sorted(records, key=lambda r: r["task_id"]):
+        v, p = r.get("verify") or {}, r.get("profile") or {}
+        verdict = "PASS" if v.get("ok") else v.get("stage") or ("error: " + str(r.get("error"))[:60] if r.get("error") else "-")
+        t, sp = p.get("times_us") or {}, p.get("speedup") or {}
+        print(r["task_id"], verdict, fmt(t.get("candidate"), ".1f"), fmt(t.get("eager"), ".1f"), fmt(t.get("compile"), ".1f"),
+              fmt(sp.get("vs_eager"), ".3f"), fmt(sp.get("vs_compile"), ".3f"), (r.get("reward") or {}).get("value", "-"),
+              fmt(r.get("judge_wall_s"), ".0f"), fmt(r.get("wall_s"), ".0f"))

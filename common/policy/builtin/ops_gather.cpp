@@ -1,8 +1,10 @@
 // Views read at computed coordinates (ValKind::indexed): each dim of the input gets its coordinate as an expression
 // of the output's c0, c1, ... (repeat and tile wrap around, nearest upsampling scales down, pixel shuffle moves
-// channels into space, diagonal walks two dims at once). Nothing is copied unless the result is stored.
+// channels into space, diagonal walks two dims at once; linear and cubic upsampling sum several such reads). Nothing
+// is copied unless the result is stored.
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "policy/builtin/ops_util.h"
 
@@ -44,15 +46,18 @@ Result repeated(Lowering& lowering, const Node& node, int self, std::vector<int6
   return bind_indexed(lowering, node, self, out, source);
 }
 
+// Why an upsampling's input is not [N, C, dims spatial dims].
+std::string not_spatial(const std::vector<int64_t>& in, size_t dims) {
+  return "input of rank " + std::to_string(in.size()) + ", the writer covers [N, C, " + std::to_string(dims) +
+         " spatial dims]";
+}
+
 // Nearest upsampling of the trailing `dims` dims as PyTorch computes it: source min(floor(dst * scale), size - 1) in
 // float, scale being 1 / the given scale factor, or else input size / output size.
 Result nearest(Lowering& lowering, const Node& node, int self, size_t dims, const std::vector<int64_t>& out_size,
                const std::vector<double>& scales) {
   const std::vector<int64_t> in = lowering.val(self).shape;
-  if (in.size() != dims + 2) {
-    return std::unexpected("input of rank " + std::to_string(in.size()) + ", the writer covers [N, C, " +
-                           std::to_string(dims) + " spatial dims]");
-  }
+  if (in.size() != dims + 2) return std::unexpected(not_spatial(in, dims));
   std::vector<int64_t> out = {in[0], in[1]};
   std::vector<std::string> source = {c(0), c(1)};
   for (size_t d = 0; d < dims; ++d) {
@@ -98,31 +103,146 @@ OpEntry upsample_nearest(size_t dims) {
           }};
 }
 
-// The .vec form: an output size, or scale factors from which it follows (floor(size * factor)).
+// A .vec form's output size and scales: the output size given (no scales), or the scale factors and the size that
+// follows from them (floor(size * factor)).
+std::expected<std::pair<std::vector<int64_t>, std::vector<double>>, std::string> vec_size(Lowering& lowering,
+                                                                                          const Json& args, int self,
+                                                                                          size_t dims) {
+  const std::vector<int64_t> in = lowering.val(self).shape;
+  if (in.size() != dims + 2) return std::unexpected(not_spatial(in, dims));
+  std::vector<double> scales = scale_list(args.at("scale_factors"), dims);
+  std::vector<int64_t> size;
+  if (!args.at("output_size").is_null()) {
+    auto given = int_list(args, "output_size", dims);
+    if (!given) return std::unexpected(given.error());
+    size = *given;
+    scales.assign(dims, 0);
+  } else {
+    for (size_t d = 0; d < dims; ++d) {
+      if (scales[d] <= 0) return std::unexpected("upsampling without an output size or scale factors");
+      size.push_back(static_cast<int64_t>(static_cast<double>(in[d + 2]) * scales[d]));
+    }
+  }
+  if (size.size() != dims) return std::unexpected("output_size has the wrong length");
+  return std::pair{size, scales};
+}
+
 OpEntry upsample_nearest_vec(size_t dims) {
   const std::string name = "aten::upsample_nearest" + std::to_string(dims) + "d.vec";
   return {name + "(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor",
           [dims](Lowering& lowering, const Json& args, const Node& node) -> Result {
             auto self = lowering.tensor(args.at("input"));
             if (!self) return std::unexpected(self.error());
-            const std::vector<int64_t> in = lowering.val(*self).shape;
-            if (in.size() != dims + 2) return nearest(lowering, node, *self, dims, {}, {});
-            std::vector<double> scales = scale_list(args.at("scale_factors"), dims);
-            std::vector<int64_t> size;
-            if (!args.at("output_size").is_null()) {
-              auto given = int_list(args, "output_size", dims);
-              if (!given) return std::unexpected(given.error());
-              size = *given;
-              scales.assign(dims, 0);
-            } else {
-              for (size_t d = 0; d < dims; ++d) {
-                if (scales[d] <= 0) return std::unexpected("upsampling without an output size or scale factors");
-                size.push_back(static_cast<int64_t>(static_cast<double>(in[d + 2]) * scales[d]));
-              }
-            }
-            if (size.size() != dims) return std::unexpected("output_size has the wrong length");
-            return nearest(lowering, node, *self, dims, size, scales);
+            auto sized = vec_size(lowering, args, *self, dims);
+            if (!sized) return std::unexpected(sized.error());
+            return nearest(lowering, node, *self, dims, sized->first, sized->second);
           }};
+}
+
+// Linear (1 to 3 dims) and bicubic (2 dims) upsampling as PyTorch computes it: per dim a source coordinate in float
+// from the output's (half-pixel centres, or align_corners), its taps (2, or 4 for cubic, clamped to the input) and
+// their weights (the fraction past the lower tap; Keys' cubic with A = -0.75). Each combination of taps is an indexed
+// value, and the result a pointwise sum of them whose weights read the output's coordinates.
+Result interpolated(Lowering& lowering, const Node& node, int self, size_t dims, const std::vector<int64_t>& out_size,
+                    const std::vector<double>& scales, bool align_corners, bool cubic) {
+  const std::vector<int64_t> in = lowering.val(self).shape;
+  if (in.size() != dims + 2) return std::unexpected(not_spatial(in, dims));
+  std::vector<int64_t> out = {in[0], in[1]};
+  std::vector<std::vector<std::string>> taps(dims), weights(dims);
+  for (size_t d = 0; d < dims; ++d) {
+    const int64_t size = in[d + 2], to = out_size[d];
+    if (to <= 0) return std::unexpected("an empty result");
+    out.push_back(to);
+    const float scale = align_corners ? (to > 1 ? static_cast<float>(size - 1) / static_cast<float>(to - 1) : 0.f)
+                        : scales[d] > 0 ? static_cast<float>(1.0 / scales[d])
+                                        : static_cast<float>(size) / static_cast<float>(to);
+    const std::string at = "(float)" + c(d + 2), last = std::to_string(size - 1) + "LL";
+    std::string src = align_corners ? "(" + float_literal(scale) + " * " + at + ")"
+                                    : "(" + float_literal(scale) + " * (" + at + " + 0.5f) - 0.5f)";
+    auto clamped = [&](const std::string& index) {
+      const std::string low = "(" + index + " > 0LL ? " + index + " : 0LL)";
+      return "(" + low + " < " + last + " ? " + low + " : " + last + ")";
+    };
+    if (!cubic) {
+      if (!align_corners) src = "fmaxf(" + src + ", 0.f)";
+      const std::string lower = clamped("(int64_t)floorf(" + src + ")");
+      const std::string past = "fminf(fmaxf(" + src + " - (float)" + lower + ", 0.f), 1.f)";
+      taps[d] = {lower, "(" + lower + " < " + last + " ? " + lower + " + 1LL : " + lower + ")"};
+      weights[d] = {"(1.f - " + past + ")", past};
+      continue;
+    }
+    const std::string t = "(" + src + " - floorf(" + src + "))";
+    // Keys' kernel: near (|x| <= 1) and far (1 < |x| < 2) pieces, at the four taps' distances.
+    auto near = [](const std::string& x) { return "((1.25f * " + x + " - 2.25f) * " + x + " * " + x + " + 1.f)"; };
+    auto far = [](const std::string& x) {
+      return "(((-0.75f * " + x + " + 3.75f) * " + x + " - 6.f) * " + x + " + 3.f)";
+    };
+    weights[d] = {far("(" + t + " + 1.f)"), near(t), near("(1.f - " + t + ")"), far("(2.f - " + t + ")")};
+    for (int k = -1; k <= 2; ++k)
+      taps[d].push_back(clamped("((int64_t)floorf(" + src + ") + " + std::to_string(k) + "LL)"));
+  }
+  const size_t per_dim = cubic ? 4 : 2;
+  size_t combinations = 1;
+  for (size_t d = 0; d < dims; ++d) combinations *= per_dim;
+  std::vector<int> reads;
+  std::string sum;
+  for (size_t combination = 0; combination < combinations; ++combination) {
+    Val val;
+    val.kind = ValKind::indexed;
+    val.shape = out;
+    val.args = {self};
+    val.source = {c(0), c(1)};
+    std::string term;
+    for (size_t d = 0, rest = combination; d < dims; ++d, rest /= per_dim) {
+      val.source.push_back(taps[d][rest % per_dim]);
+      term += weights[d][rest % per_dim] + " * ";
+    }
+    reads.push_back(lowering.add(std::move(val)));
+    sum += (sum.empty() ? "" : " + ") + term + "$" + std::to_string(combination);
+  }
+  auto result = lowering.pointwise(sum, reads);
+  if (!result) return std::unexpected(result.error());
+  lowering.bind(node.outputs[0], *result);
+  return {};
+}
+
+// The interpolating upsamplings by name (linear dims 1 to 3, bicubic 2), in their two forms: an output size with
+// optional per-dim scales, or (.vec) an output size or scale factors, as upsample_nearest*.
+void register_interpolations(std::map<std::string, OpEntry>& t) {
+  static const char* const axes[] = {"d", "h", "w"};
+  const std::tuple<std::string, size_t, bool> kinds[] = {
+      {"linear1d", 1, false}, {"bilinear2d", 2, false}, {"trilinear3d", 3, false}, {"bicubic2d", 2, true}};
+  for (const auto& [kind, dims, cubic] : kinds) {
+    std::string scales;
+    for (size_t d = 3 - dims; d < 3; ++d)
+      scales += dims == 1 ? ", float? scales=None" : std::string(", float? scales_") + axes[d] + "=None";
+    t["aten::upsample_" + kind] = {
+        "aten::upsample_" + kind + "(Tensor self, SymInt[" + std::to_string(dims) +
+            "] output_size, bool align_corners" + scales + ") -> Tensor",
+        [dims, cubic](Lowering& lowering, const Json& args, const Node& node) -> Result {
+          auto self = lowering.tensor(args.at("self"));
+          if (!self) return std::unexpected(self.error());
+          auto size = int_list(args, "output_size", dims);
+          if (!size) return std::unexpected(size.error());
+          if (size->size() != dims) return std::unexpected("output_size has the wrong length");
+          std::vector<double> scales;
+          for (const char* axis : {"scales", "scales_d", "scales_h", "scales_w"}) {
+            if (args.contains(axis)) scales.push_back(args.at(axis).is_null() ? 0 : args.at(axis).get<double>());
+          }
+          return interpolated(lowering, node, *self, dims, *size, scales, args.at("align_corners").get<bool>(), cubic);
+        }};
+    t["aten::upsample_" + kind + ".vec"] = {
+        "aten::upsample_" + kind + ".vec(Tensor input, SymInt[]? output_size, bool align_corners, " +
+            "float[]? scale_factors) -> Tensor",
+        [dims, cubic](Lowering& lowering, const Json& args, const Node& node) -> Result {
+          auto self = lowering.tensor(args.at("input"));
+          if (!self) return std::unexpected(self.error());
+          auto sized = vec_size(lowering, args, *self, dims);
+          if (!sized) return std::unexpected(sized.error());
+          return interpolated(lowering, node, *self, dims, sized->first, sized->second,
+                              args.at("align_corners").get<bool>(), cubic);
+        }};
+  }
 }
 
 // pixel_shuffle (r): [..., C r^2, H, W] -> [..., C, H r, W r]; pixel_unshuffle the inverse.
@@ -316,6 +436,7 @@ void register_gather_ops(std::map<std::string, OpEntry>& t) {
     t["aten::upsample_nearest" + std::to_string(dims) + "d"] = upsample_nearest(dims);
     t["aten::upsample_nearest" + std::to_string(dims) + "d.vec"] = upsample_nearest_vec(dims);
   }
+  register_interpolations(t);
   t["aten::pixel_shuffle"] = {"aten::pixel_shuffle(Tensor self, int upscale_factor) -> Tensor", pixel_shuffle(false)};
   t["aten::pixel_unshuffle"] = {"aten::pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor",
                                 pixel_shuffle(true)};
