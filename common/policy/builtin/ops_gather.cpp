@@ -82,60 +82,76 @@ std::vector<double> scale_list(const Json& value, size_t dims) {
   return scales;
 }
 
-OpEntry upsample_nearest(size_t dims) {
-  const std::string name = "aten::upsample_nearest" + std::to_string(dims) + "d";
+// The schema's per-dim scales: "float? scales" in 1 dim, scales_h and scales_w in 2, scales_d, _h and _w in 3.
+std::string scale_params(size_t dims) {
   static const char* const axes[] = {"d", "h", "w"};
   std::string scales;
   for (size_t d = 3 - dims; d < 3; ++d)
     scales += dims == 1 ? ", float? scales=None" : std::string(", float? scales_") + axes[d] + "=None";
-  return {name + "(Tensor self, SymInt[" + std::to_string(dims) + "] output_size" + scales + ") -> Tensor",
+  return scales;
+}
+
+// What an upsampling reads: its input, output size and per-dim scales (0: none).
+struct Upsampling {
+  int self = -1;
+  std::vector<int64_t> size;
+  std::vector<double> scales;
+};
+
+// The form with an output size and optional scales.
+std::expected<Upsampling, std::string> sized_upsampling(Lowering& lowering, const Json& args, size_t dims) {
+  auto self = lowering.tensor(args.at("self"));
+  if (!self) return std::unexpected(self.error());
+  auto size = int_list(args, "output_size", dims);
+  if (!size) return std::unexpected(size.error());
+  if (size->size() != dims) return std::unexpected("output_size has the wrong length");
+  Upsampling up{*self, *size, {}};
+  for (const char* axis : {"scales", "scales_d", "scales_h", "scales_w"}) {
+    if (args.contains(axis)) up.scales.push_back(args.at(axis).is_null() ? 0 : args.at(axis).get<double>());
+  }
+  return up;
+}
+
+OpEntry upsample_nearest(size_t dims) {
+  const std::string name = "aten::upsample_nearest" + std::to_string(dims) + "d";
+  return {name + "(Tensor self, SymInt[" + std::to_string(dims) + "] output_size" + scale_params(dims) + ") -> Tensor",
           [dims](Lowering& lowering, const Json& args, const Node& node) -> Result {
-            auto self = lowering.tensor(args.at("self"));
-            if (!self) return std::unexpected(self.error());
-            auto size = int_list(args, "output_size", dims);
-            if (!size) return std::unexpected(size.error());
-            if (size->size() != dims) return std::unexpected("output_size has the wrong length");
-            std::vector<double> scales;
-            for (const char* axis : {"scales", "scales_d", "scales_h", "scales_w"}) {
-              if (args.contains(axis)) scales.push_back(args.at(axis).is_null() ? 0 : args.at(axis).get<double>());
-            }
-            return nearest(lowering, node, *self, dims, *size, scales);
+            auto up = sized_upsampling(lowering, args, dims);
+            if (!up) return std::unexpected(up.error());
+            return nearest(lowering, node, up->self, dims, up->size, up->scales);
           }};
 }
 
-// A .vec form's output size and scales: the output size given (no scales), or the scale factors and the size that
-// follows from them (floor(size * factor)).
-std::expected<std::pair<std::vector<int64_t>, std::vector<double>>, std::string> vec_size(Lowering& lowering,
-                                                                                          const Json& args, int self,
-                                                                                          size_t dims) {
-  const std::vector<int64_t> in = lowering.val(self).shape;
+// The .vec form: the output size given (no scales), or scale factors and the size that follows from them
+// (floor(size * factor)).
+std::expected<Upsampling, std::string> vec_upsampling(Lowering& lowering, const Json& args, size_t dims) {
+  auto self = lowering.tensor(args.at("input"));
+  if (!self) return std::unexpected(self.error());
+  const std::vector<int64_t> in = lowering.val(*self).shape;
   if (in.size() != dims + 2) return std::unexpected(not_spatial(in, dims));
-  std::vector<double> scales = scale_list(args.at("scale_factors"), dims);
-  std::vector<int64_t> size;
+  Upsampling up{*self, {}, scale_list(args.at("scale_factors"), dims)};
   if (!args.at("output_size").is_null()) {
     auto given = int_list(args, "output_size", dims);
     if (!given) return std::unexpected(given.error());
-    size = *given;
-    scales.assign(dims, 0);
+    up.size = *given;
+    up.scales.assign(dims, 0);
   } else {
     for (size_t d = 0; d < dims; ++d) {
-      if (scales[d] <= 0) return std::unexpected("upsampling without an output size or scale factors");
-      size.push_back(static_cast<int64_t>(static_cast<double>(in[d + 2]) * scales[d]));
+      if (up.scales[d] <= 0) return std::unexpected("upsampling without an output size or scale factors");
+      up.size.push_back(static_cast<int64_t>(static_cast<double>(in[d + 2]) * up.scales[d]));
     }
   }
-  if (size.size() != dims) return std::unexpected("output_size has the wrong length");
-  return std::pair{size, scales};
+  if (up.size.size() != dims) return std::unexpected("output_size has the wrong length");
+  return up;
 }
 
 OpEntry upsample_nearest_vec(size_t dims) {
   const std::string name = "aten::upsample_nearest" + std::to_string(dims) + "d.vec";
   return {name + "(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor",
           [dims](Lowering& lowering, const Json& args, const Node& node) -> Result {
-            auto self = lowering.tensor(args.at("input"));
-            if (!self) return std::unexpected(self.error());
-            auto sized = vec_size(lowering, args, *self, dims);
-            if (!sized) return std::unexpected(sized.error());
-            return nearest(lowering, node, *self, dims, sized->first, sized->second);
+            auto up = vec_upsampling(lowering, args, dims);
+            if (!up) return std::unexpected(up.error());
+            return nearest(lowering, node, up->self, dims, up->size, up->scales);
           }};
 }
 
@@ -209,37 +225,25 @@ Result interpolated(Lowering& lowering, const Node& node, int self, size_t dims,
 // The interpolating upsamplings by name (linear dims 1 to 3, bicubic 2), in their two forms: an output size with
 // optional per-dim scales, or (.vec) an output size or scale factors, as upsample_nearest*.
 void register_interpolations(std::map<std::string, OpEntry>& t) {
-  static const char* const axes[] = {"d", "h", "w"};
   const std::tuple<std::string, size_t, bool> kinds[] = {
       {"linear1d", 1, false}, {"bilinear2d", 2, false}, {"trilinear3d", 3, false}, {"bicubic2d", 2, true}};
   for (const auto& [kind, dims, cubic] : kinds) {
-    std::string scales;
-    for (size_t d = 3 - dims; d < 3; ++d)
-      scales += dims == 1 ? ", float? scales=None" : std::string(", float? scales_") + axes[d] + "=None";
     t["aten::upsample_" + kind] = {
         "aten::upsample_" + kind + "(Tensor self, SymInt[" + std::to_string(dims) +
-            "] output_size, bool align_corners" + scales + ") -> Tensor",
+            "] output_size, bool align_corners" + scale_params(dims) + ") -> Tensor",
         [dims, cubic](Lowering& lowering, const Json& args, const Node& node) -> Result {
-          auto self = lowering.tensor(args.at("self"));
-          if (!self) return std::unexpected(self.error());
-          auto size = int_list(args, "output_size", dims);
-          if (!size) return std::unexpected(size.error());
-          if (size->size() != dims) return std::unexpected("output_size has the wrong length");
-          std::vector<double> scales;
-          for (const char* axis : {"scales", "scales_d", "scales_h", "scales_w"}) {
-            if (args.contains(axis)) scales.push_back(args.at(axis).is_null() ? 0 : args.at(axis).get<double>());
-          }
-          return interpolated(lowering, node, *self, dims, *size, scales, args.at("align_corners").get<bool>(), cubic);
+          auto up = sized_upsampling(lowering, args, dims);
+          if (!up) return std::unexpected(up.error());
+          return interpolated(lowering, node, up->self, dims, up->size, up->scales,
+                              args.at("align_corners").get<bool>(), cubic);
         }};
     t["aten::upsample_" + kind + ".vec"] = {
         "aten::upsample_" + kind + ".vec(Tensor input, SymInt[]? output_size, bool align_corners, " +
             "float[]? scale_factors) -> Tensor",
         [dims, cubic](Lowering& lowering, const Json& args, const Node& node) -> Result {
-          auto self = lowering.tensor(args.at("input"));
-          if (!self) return std::unexpected(self.error());
-          auto sized = vec_size(lowering, args, *self, dims);
-          if (!sized) return std::unexpected(sized.error());
-          return interpolated(lowering, node, *self, dims, sized->first, sized->second,
+          auto up = vec_upsampling(lowering, args, dims);
+          if (!up) return std::unexpected(up.error());
+          return interpolated(lowering, node, up->self, dims, up->size, up->scales,
                               args.at("align_corners").get<bool>(), cubic);
         }};
   }
