@@ -319,6 +319,19 @@ const std::vector<std::pair<std::string, std::string>> k_pattern_tasks = {
                   {"op":"aten::diagonal_copy","args":["%img",-2,-1,1],"out":["dn"]},
                   {"op":"aten::sigmoid","args":["%ps"],"out":["y"]}],
          "outputs":["rep","til","u1","u1s","u2","u2f","u3","y","pu","dg","dn"]})"},
+    // torch.linalg's norms: vector norms over all dims, one dim, two dims (Frobenius), and the matrix norms ord +-1
+    // and +-inf (a sum along one dim, then its max or min), dims in either order, keepdim or not.
+    {"linalg_norms",
+     R"({"inputs":[{"name":"x","dtype":"float32","shape":[3,4,5]}],
+         "nodes":[{"op":"aten::linalg_norm","args":["%x"],"out":["all"]},
+                  {"op":"aten::linalg_norm","args":["%x",{"float":"inf"},[1,2]],"out":["mi"]},
+                  {"op":"aten::linalg_norm","args":["%x",-1,[2,1],true],"out":["m1"]},
+                  {"op":"aten::linalg_norm.ord_str","args":["%x","fro",[0,1]],"out":["fro"]},
+                  {"op":"aten::linalg_norm","args":["%x",3,[1]],"out":["v3"]},
+                  {"op":"aten::linalg_matrix_norm","args":["%x",1],"out":["c1"]},
+                  {"op":"aten::linalg_matrix_norm","args":["%x",{"float":"-inf"},[0,2],true],"out":["ri"]},
+                  {"op":"aten::linalg_matrix_norm.str_ord","args":["%x"],"out":["mf"]}],
+         "outputs":["all","mi","m1","fro","v3","c1","ri","mf"]})"},
     // Interpolating upsampling: linear in 1 to 3 dims and bicubic, by size and by scale factor, up and down, with
     // half-pixel centres and with align_corners (bicubic's outer taps clamped at the edges).
     {"interpolations",
@@ -591,6 +604,19 @@ TEST(KernelWriterTest, BoolValuesOnlyAsOperands) {
     auto written = write_kernel(program, Backend::cpu, 0);
     ASSERT_FALSE(written.has_value()) << node;
     EXPECT_EQ(written.error()[0].node, 1) << node << ": " << written.error()[0].reason;
+  }
+}
+
+TEST(KernelWriterTest, NormsOfSingularValuesAreUncovered) {
+  for (const std::string node : {R"({"op":"aten::linalg_norm","args":["%x",2,[0,1]],"out":["r"]})",
+                                 R"({"op":"aten::linalg_matrix_norm","args":["%x",-2],"out":["r"]})",
+                                 R"({"op":"aten::linalg_norm.ord_str","args":["%x","nuc"],"out":["r"]})",
+                                 R"({"op":"aten::linalg_matrix_norm.str_ord","args":["%x","nuc"],"out":["r"]})"}) {
+    Program program = program_of(R"({"inputs":[{"name":"x","dtype":"float32","shape":[4,6]}],"nodes":[)" + node +
+                                 R"(],"outputs":["r"]})");
+    auto written = write_kernel(program, Backend::cpu, 0);
+    ASSERT_FALSE(written.has_value()) << node;
+    EXPECT_NE(written.error()[0].reason.find("singular values"), std::string::npos) << written.error()[0].reason;
   }
 }
 

@@ -1,5 +1,6 @@
 // Reductions over dims, softmax/log_softmax, and the norms (layer, RMS, group, instance, batch).
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "policy/builtin/ops_util.h"
@@ -89,6 +90,45 @@ Result reduce(Lowering& lowering, const Node& node, int self, const std::vector<
   if (!out) return std::unexpected(out.error());
   lowering.bind(node.outputs[0], *out);
   return {};
+}
+
+// torch.linalg's norms as ATen dispatches them: ord None or "fro" is the 2-norm over the dims (all when none are
+// given); a numeric ord over one dim, or over a 1-d input, is that vector norm; over two dims (a matrix norm), ord
+// +-1 and +-inf are a sum of magnitudes along one dim (the rows for 1, the columns for inf) and then its max or min
+// along the other. The spectral and nuclear norms (ord +-2, "nuc") need singular values: uncovered.
+Result linalg_norm(Lowering& lowering, const Json& args, const Node& node, bool matrix) {
+  if (auto ok = float32_only(args, "dtype"); !ok) return ok;
+  auto self = lowering.tensor(args.at("self"));
+  if (!self) return std::unexpected(self.error());
+  const size_t rank = lowering.val(*self).shape.size();
+  std::vector<int64_t> dims;
+  if (!args.at("dim").is_null()) {
+    auto list = int_list(args, "dim");
+    if (!list) return std::unexpected(list.error());
+    dims = *list;
+  }
+  const bool keepdim = args.at("keepdim").get<bool>();
+  const Json& ord = args.at("ord");
+  if (ord.is_null() || ord == "fro") return reduce(lowering, node, *self, dims, keepdim, "norm", 2);
+  if (ord.is_string()) return std::unexpected("ord '" + ord.get<std::string>() + "' needs singular values");
+  auto p = number(args, "ord");
+  if (!p) return std::unexpected(p.error());
+  if (!matrix && (dims.size() == 1 || (dims.empty() && rank == 1)))
+    return reduce(lowering, node, *self, dims, keepdim, "norm", *p);
+  if (dims.empty() && (matrix || rank == 2)) dims = {-2, -1};
+  if (dims.size() != 2) return std::unexpected("a numeric ord over " + std::to_string(dims.size()) + " dims");
+  const bool inf = std::isinf(*p);
+  if (!inf && std::fabs(*p) != 1) return std::unexpected("ord " + std::to_string(*p) + " needs singular values");
+  auto first = wrap_dim(dims[inf ? 1 : 0], rank), second = wrap_dim(dims[inf ? 0 : 1], rank);
+  if (!first) return std::unexpected(first.error());
+  if (!second) return std::unexpected(second.error());
+  if (*first == *second) return std::unexpected("a matrix norm over one dim twice");
+  auto magnitude = lowering.pointwise("fabsf($0)", {*self});
+  if (!magnitude) return std::unexpected(magnitude.error());
+  auto sums = reduce_val(lowering, *magnitude, {*first}, keepdim, "sum");
+  if (!sums) return std::unexpected(sums.error());
+  const int64_t along = keepdim || *second < *first ? *second : *second - 1;  // the first dim is gone unless kept
+  return reduce(lowering, node, *sums, {along}, keepdim, *p > 0 ? "amax" : "amin");
 }
 
 // A reduction op: `dim_name` names its dims ("" = all), `keepdim_name` its keepdim ("" = false).
@@ -344,6 +384,22 @@ void register_reduction_ops(std::map<std::string, OpEntry>& t) {
       "dtype=None) -> "
       "Tensor",
       norm("ord", true, "dtype")};
+  // linalg_norm and linalg_matrix_norm, each with a numeric and a string ord.
+  const std::pair<std::string, bool> linalg_norms[] = {
+      {"aten::linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, "
+       "ScalarType? dtype=None) -> Tensor", false},
+      {"aten::linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, "
+       "ScalarType? dtype=None) -> Tensor", false},
+      {"aten::linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, "
+       "ScalarType? dtype=None) -> Tensor", true},
+      {"aten::linalg_matrix_norm.str_ord(Tensor self, str ord=\"fro\", int[] dim=[-2, -1], bool keepdim=False, *, "
+       "ScalarType? dtype=None) -> Tensor", true}};
+  for (const auto& [schema, matrix] : linalg_norms) {
+    t[schema.substr(0, schema.find('('))] = {
+        schema, [matrix](Lowering& lowering, const Json& args, const Node& node) {
+          return linalg_norm(lowering, args, node, matrix);
+        }};
+  }
   for (const std::string op : {"var", "std"}) {
     t["aten::" + op] = {"aten::" + op + "(Tensor self, bool unbiased=True) -> Tensor", variance(op, false, "unbiased")};
     t["aten::" + op + ".dim"] = {
