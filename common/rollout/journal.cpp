@@ -50,8 +50,8 @@ std::expected<Journal, std::string> Journal::open(const std::string& path, bool 
     if (!record.is_object()) return std::unexpected(path + ":" + std::to_string(line) + ": not a JSON object");
     auto task_id = record.find("task_id");
     auto sample = record.find("sample");
-    bool trajectory = record.value("kind", Json()) == "trajectory" && task_id != record.end() &&
-                      task_id->is_string() && sample != record.end() && sample->is_number_integer();
+    bool trajectory = record.value("kind", Json()) == "trajectory" && task_id != record.end() && task_id->is_string() &&
+                      sample != record.end() && sample->is_number_integer();
     if (trajectory && !record.value("error", Json()).is_null()) {
       ++journal.m_retried;
       continue;

@@ -76,7 +76,8 @@ TEST_F(JournalTest, AResumeRunsAgainTheEpisodesWithAnError) {
   const std::string other = R"({"kind":"note"})";
   ASSERT_TRUE(write_file_atomic(m_path, good + "\n" +
                                             R"({"kind":"trajectory","task_id":"b","sample":0,"error":"judge: oom"})"
-                                            "\n" + other + "\n"));
+                                            "\n" +
+                                            other + "\n"));
   {
     auto journal = Journal::open(m_path, true);
     ASSERT_TRUE(journal) << journal.error();

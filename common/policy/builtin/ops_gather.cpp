@@ -169,7 +169,7 @@ Result interpolated(Lowering& lowering, const Node& node, int self, size_t dims,
     const int64_t size = in[d + 2], to = out_size[d];
     if (to <= 0) return std::unexpected("an empty result");
     out.push_back(to);
-    const float scale = align_corners ? (to > 1 ? static_cast<float>(size - 1) / static_cast<float>(to - 1) : 0.f)
+    const float scale = align_corners   ? (to > 1 ? static_cast<float>(size - 1) / static_cast<float>(to - 1) : 0.f)
                         : scales[d] > 0 ? static_cast<float>(1.0 / scales[d])
                                         : static_cast<float>(size) / static_cast<float>(to);
     const std::string at = "(float)" + c(d + 2), last = std::to_string(size - 1) + "LL";
@@ -228,15 +228,14 @@ void register_interpolations(std::map<std::string, OpEntry>& t) {
   const std::tuple<std::string, size_t, bool> kinds[] = {
       {"linear1d", 1, false}, {"bilinear2d", 2, false}, {"trilinear3d", 3, false}, {"bicubic2d", 2, true}};
   for (const auto& [kind, dims, cubic] : kinds) {
-    t["aten::upsample_" + kind] = {
-        "aten::upsample_" + kind + "(Tensor self, SymInt[" + std::to_string(dims) +
-            "] output_size, bool align_corners" + scale_params(dims) + ") -> Tensor",
-        [dims, cubic](Lowering& lowering, const Json& args, const Node& node) -> Result {
-          auto up = sized_upsampling(lowering, args, dims);
-          if (!up) return std::unexpected(up.error());
-          return interpolated(lowering, node, up->self, dims, up->size, up->scales,
-                              args.at("align_corners").get<bool>(), cubic);
-        }};
+    t["aten::upsample_" + kind] = {"aten::upsample_" + kind + "(Tensor self, SymInt[" + std::to_string(dims) +
+                                       "] output_size, bool align_corners" + scale_params(dims) + ") -> Tensor",
+                                   [dims, cubic](Lowering& lowering, const Json& args, const Node& node) -> Result {
+                                     auto up = sized_upsampling(lowering, args, dims);
+                                     if (!up) return std::unexpected(up.error());
+                                     return interpolated(lowering, node, up->self, dims, up->size, up->scales,
+                                                         args.at("align_corners").get<bool>(), cubic);
+                                   }};
     t["aten::upsample_" + kind + ".vec"] = {
         "aten::upsample_" + kind + ".vec(Tensor input, SymInt[]? output_size, bool align_corners, " +
             "float[]? scale_factors) -> Tensor",

@@ -387,18 +387,21 @@ void register_reduction_ops(std::map<std::string, OpEntry>& t) {
   // linalg_norm and linalg_matrix_norm, each with a numeric and a string ord.
   const std::pair<std::string, bool> linalg_norms[] = {
       {"aten::linalg_norm(Tensor self, Scalar? ord=None, int[1]? dim=None, bool keepdim=False, *, "
-       "ScalarType? dtype=None) -> Tensor", false},
+       "ScalarType? dtype=None) -> Tensor",
+       false},
       {"aten::linalg_norm.ord_str(Tensor self, str ord, int[1]? dim=None, bool keepdim=False, *, "
-       "ScalarType? dtype=None) -> Tensor", false},
+       "ScalarType? dtype=None) -> Tensor",
+       false},
       {"aten::linalg_matrix_norm(Tensor self, Scalar ord, int[] dim=[-2, -1], bool keepdim=False, *, "
-       "ScalarType? dtype=None) -> Tensor", true},
+       "ScalarType? dtype=None) -> Tensor",
+       true},
       {"aten::linalg_matrix_norm.str_ord(Tensor self, str ord=\"fro\", int[] dim=[-2, -1], bool keepdim=False, *, "
-       "ScalarType? dtype=None) -> Tensor", true}};
+       "ScalarType? dtype=None) -> Tensor",
+       true}};
   for (const auto& [schema, matrix] : linalg_norms) {
-    t[schema.substr(0, schema.find('('))] = {
-        schema, [matrix](Lowering& lowering, const Json& args, const Node& node) {
-          return linalg_norm(lowering, args, node, matrix);
-        }};
+    t[schema.substr(0, schema.find('('))] = {schema, [matrix](Lowering& lowering, const Json& args, const Node& node) {
+                                               return linalg_norm(lowering, args, node, matrix);
+                                             }};
   }
   for (const std::string op : {"var", "std"}) {
     t["aten::" + op] = {"aten::" + op + "(Tensor self, bool unbiased=True) -> Tensor", variance(op, false, "unbiased")};
